@@ -1,0 +1,158 @@
+#pragma once
+// The runtime: sequential code inserts tasks with access lists; the runtime infers RAW/WAR/WAW
+// hazards from them and runs each task once its predecessors are done, on a oneTBB arena.
+// Execution is equivalent to running the tasks one after another in insertion order.
+//
+//   tessera::runtime rt({.workers = 4});
+//   auto a = rt.register_data(x, sizeof x), b = rt.register_data(y, sizeof y);
+//   rt.task([&] { *x = 1; }).write(a).submit();
+//   rt.task([&] { *y = *x + 1; }).read(a).write(b).submit();   // waits for the first (RAW)
+//   rt.wait_all();
+//
+// Task aggregation: a task is created empty and accesses are added in a loop before submit();
+// each add costs the same whatever the number already added.
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include "tessera/sched/access.hpp"
+#include "tessera/sched/detail/task_fn.hpp"
+#include "tessera/sched/handle.hpp"
+#include "tessera/sched/trace.hpp"
+
+namespace tessera {
+namespace detail {
+struct task_node;
+struct runtime_impl;
+struct sequence_state;
+task_node* new_task(runtime_impl& impl);
+}  // namespace detail
+
+struct runtime_options {
+  unsigned workers = 0;        // threads that run CPU tasks, the inserting thread included; 0: all cores
+  std::size_t window = 16384;  // tasks in flight before the inserting thread stops and helps run them
+  bool trace = false;          // record a trace from the start (see runtime::enable_trace)
+};
+
+// A sequence groups tasks for error handling: when a task throws, the tasks of its sequence that
+// have not started are cancelled (they complete without running their body), and the error
+// reaches whoever waits. Tasks of other sequences are unaffected.
+class sequence {
+ public:
+  sequence() = default;
+  bool cancelled() const noexcept;
+  explicit operator bool() const noexcept { return _state != nullptr; }
+
+ private:
+  explicit sequence(std::shared_ptr<detail::sequence_state> s) : _state(std::move(s)) {}
+  std::shared_ptr<detail::sequence_state> _state;
+  friend class runtime;
+  friend class task_builder;
+};
+
+// What a running task can ask of the runtime.
+class task_context {
+ public:
+  unsigned worker() const noexcept { return _worker; }   // 0 .. workers-1 (0: the inserting thread)
+  std::uint64_t task_id() const noexcept;                 // insertion order
+  void* scratch(std::size_t i = 0) const;                 // the i-th scratch(bytes) of the task
+  template <class T>
+  const T& value(std::size_t i) const {                   // the i-th value(x) of the task
+    return *static_cast<const T*>(_value(i));
+  }
+
+ private:
+  task_context(detail::runtime_impl* rt, detail::task_node* t, unsigned worker) noexcept
+      : _rt(rt), _task(t), _worker(worker) {}
+  const void* _value(std::size_t i) const;
+  detail::runtime_impl* _rt;
+  detail::task_node* _task;
+  unsigned _worker;
+  friend struct detail::runtime_impl;
+};
+
+// Builds one task: returned by runtime::task, filled with accesses and options, then submitted.
+// Accesses are resolved as they are added, so an aggregated task with 10^5 accesses costs 10^5
+// constant-time steps. No other task may be inserted between runtime::task and submit().
+class task_builder {
+ public:
+  task_builder(task_builder&& other) noexcept
+      : _rt(std::exchange(other._rt, nullptr)), _task(std::exchange(other._task, nullptr)) {}
+  task_builder(const task_builder&) = delete;
+  task_builder& operator=(const task_builder&) = delete;
+  task_builder& operator=(task_builder&&) = delete;
+  ~task_builder();  // submits a task that was not submitted, so nothing waits forever
+
+  task_builder& read(handle h) { return add(h, access::read); }
+  task_builder& write(handle h) { return add(h, access::write); }
+  task_builder& read_write(handle h) { return add(h, access::read_write); }
+  task_builder& accumulate(handle h) { return add(h, access::accumulate); }
+  task_builder& add(handle h, access mode);
+
+  task_builder& scratch(std::size_t bytes);          // per-worker workspace, see task_context::scratch
+  template <class T>
+  task_builder& value(const T& v) {                  // a copied argument, see task_context::value
+    static_assert(std::is_trivially_copyable_v<T>, "value() copies bytes: use a lambda capture otherwise");
+    return _add_value(&v, sizeof(T), alignof(T));
+  }
+  task_builder& priority(int p);                     // higher runs first among ready tasks
+  task_builder& locality(handle h);                  // prefer the worker that last wrote h
+  task_builder& label(std::string_view name);        // shown in traces
+  task_builder& color(std::uint32_t rgb);            // 0xRRGGBB in traces
+  task_builder& in(const sequence& s);               // default: the runtime's own sequence
+  task_builder& on(device d);                        // default: device::cpu
+
+  void submit();
+
+ private:
+  task_builder(detail::runtime_impl* rt, detail::task_node* t) noexcept : _rt(rt), _task(t) {}
+  task_builder& _add_value(const void* p, std::size_t size, std::size_t align);
+  detail::runtime_impl* _rt;
+  detail::task_node* _task;
+  friend class runtime;
+};
+
+class runtime {
+ public:
+  explicit runtime(runtime_options options = {});
+  ~runtime();  // waits for every task; errors not yet reported are logged, not thrown
+  runtime(const runtime&) = delete;
+  runtime& operator=(const runtime&) = delete;
+
+  handle register_data(void* data, std::size_t bytes);
+  handle register_key(std::uint64_t key);
+
+  // A new task running body (callable as body(task_context&) or body()). Add accesses, submit.
+  template <class F>
+  task_builder task(F&& body) {
+    detail::task_node* t = detail::new_task(*_impl);
+    _set_body(t).emplace(std::forward<F>(body));
+    return task_builder(_impl.get(), t);
+  }
+
+  sequence make_sequence();
+
+  // Waits for every inserted task, the calling thread helping to run them; then rethrows the first
+  // error of any sequence not yet reported, and clears it: the runtime stays usable.
+  void wait_all();
+  // Waits for the tasks of s; rethrows its error and clears it.
+  void wait(const sequence& s);
+
+  unsigned workers() const noexcept;
+  std::size_t window() const noexcept;
+
+  // Tracing costs one predictable branch per task when off. The trace holds every task and edge
+  // recorded since it was last enabled; read it after a wait.
+  void enable_trace(bool on);
+  const trace_data& trace() const;
+
+ private:
+  detail::task_fn& _set_body(detail::task_node* t);
+  std::unique_ptr<detail::runtime_impl> _impl;
+};
+
+}  // namespace tessera
