@@ -9,7 +9,7 @@
 namespace tessera::testing {
 
 inline std::uint64_t seed() {
-  static const std::uint64_t s = [] {
+  static const std::uint64_t s = []() -> std::uint64_t {
     if (const char* env = std::getenv("TESSERA_SEED")) return std::strtoull(env, nullptr, 10);
     std::random_device rd;
     return (std::uint64_t(rd()) << 32) ^ rd();

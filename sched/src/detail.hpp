@@ -1,0 +1,121 @@
+#pragma once
+// The runtime's internals: task nodes, handle states, sequences. Not installed.
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tessera/sched/access.hpp"
+#include "tessera/sched/detail/task_fn.hpp"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+namespace tessera::detail {
+
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+// Short critical sections only (a push or a pop): cheaper than std::mutex when uncontended.
+class spinlock {
+ public:
+  void lock() noexcept {
+    for (;;) {
+      if (!_flag.exchange(true, std::memory_order_acquire)) return;
+      while (_flag.load(std::memory_order_relaxed)) cpu_relax();
+    }
+  }
+  bool try_lock() noexcept {
+    return !_flag.load(std::memory_order_relaxed) && !_flag.exchange(true, std::memory_order_acquire);
+  }
+  void unlock() noexcept { _flag.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> _flag{false};
+};
+
+struct sequence_state {
+  std::atomic<std::size_t> in_flight{0};
+  std::atomic<bool> cancelled{false};
+  std::mutex mutex;
+  std::exception_ptr error;  // the first error; guarded by mutex
+  bool reported_to_runtime = false;
+};
+
+struct task_node;
+
+struct handle_state {
+  void* data = nullptr;
+  std::size_t bytes = 0;
+  std::uint64_t key = 0;
+  // Hazard state, touched only by the inserting thread.
+  std::vector<task_node*> writers;     // the last writer, or the members of the open accumulate group
+  std::vector<task_node*> readers;     // readers since the last write
+  std::vector<task_node*> group_preds; // what the open accumulate group orders after
+  bool accumulating = false;
+  // Written by workers: the worker that last wrote this datum (locality hint).
+  std::atomic<int> last_worker{-1};
+  // Serialises the members of an accumulate group while they run.
+  std::mutex accumulate_mutex;
+};
+
+struct task_node {
+  // Lifetime: one reference for being in flight, one per holder (handle state, a predecessor's
+  // successor list). Recycled through the runtime's pool when the count drops to zero.
+  std::atomic<int> refs{0};
+  // Unfinished predecessors, plus one until submit(): the task is ready when it reaches zero.
+  std::atomic<int> pending{1};
+  spinlock lock;   // guards done and successors
+  bool done = false;
+  std::vector<task_node*> successors;
+
+  task_fn body;
+  std::uint64_t id = 0;
+  int priority = 0;
+  device where = device::cpu;
+  sequence_state* seq = nullptr;
+  handle_state* locality = nullptr;
+  task_node* last_linked_successor = nullptr;  // dedupes edges while a successor is being built
+
+  std::vector<handle_state*> written;       // for the locality hint
+  std::vector<handle_state*> accumulated;   // mutexes to hold while running
+  std::vector<std::size_t> scratch_bytes;
+  std::vector<std::size_t> value_offsets;
+  std::vector<std::byte> value_bytes;
+
+  // Trace fields, filled only while tracing.
+  std::string label;
+  std::uint32_t color = 0;
+  std::uint64_t start_ns = 0;
+
+  void reset() noexcept {
+    pending.store(1, std::memory_order_relaxed);
+    done = false;
+    successors.clear();
+    body.reset();
+    priority = 0;
+    where = device::cpu;
+    seq = nullptr;
+    locality = nullptr;
+    last_linked_successor = nullptr;
+    written.clear();
+    accumulated.clear();
+    scratch_bytes.clear();
+    value_offsets.clear();
+    value_bytes.clear();
+    label.clear();
+    color = 0;
+  }
+};
+
+}  // namespace tessera::detail

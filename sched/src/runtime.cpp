@@ -1,0 +1,706 @@
+#include "tessera/sched/runtime.hpp"
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/task_arena.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <queue>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "detail.hpp"
+
+namespace tessera {
+namespace detail {
+
+namespace {
+
+std::shared_ptr<spdlog::logger> make_logger() {
+  if (auto existing = spdlog::get("tessera")) return existing;
+  auto logger = spdlog::stderr_color_mt("tessera");
+  // Quiet by default; TESSERA_LOG=debug shows insertions and hazards.
+  logger->set_level(spdlog::level::warn);
+  if (const char* env = std::getenv("TESSERA_LOG")) logger->set_level(spdlog::level::from_str(env));
+  return logger;
+}
+
+std::uint64_t now_ns() {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now().time_since_epoch())
+                                        .count());
+}
+
+// oneTBB caps its pool at the hardware concurrency and takes the minimum of all active
+// global_control objects, so one process-wide control that only grows lets a runtime ask for more
+// workers than cores (tests, oversubscribed GPU-feeding threads).
+void allow_parallelism(unsigned threads) {
+  static std::mutex mutex;
+  static std::unique_ptr<tbb::global_control> control;
+  std::lock_guard lock(mutex);
+  const auto current = tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism);
+  if (current >= threads) return;
+  auto larger = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism, threads);
+  control = std::move(larger);
+}
+
+constexpr std::size_t scratch_align = 64;
+
+std::size_t align_up(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
+
+}  // namespace
+
+// Ready tasks: a FIFO for the common priority 0, a heap for the others, so that the usual case
+// costs a deque push/pop and priorities still order what they must.
+class ready_queue {
+ public:
+  void push(task_node* t) {
+    std::lock_guard lock(_lock);
+    if (t->priority == 0) _fifo.push_back(t);
+    else _heap.push(t);
+    _size.fetch_add(1, std::memory_order_release);
+  }
+  task_node* pop() {
+    if (_size.load(std::memory_order_acquire) == 0) return nullptr;
+    std::lock_guard lock(_lock);
+    task_node* t = nullptr;
+    if (!_heap.empty() && (_heap.top()->priority > 0 || _fifo.empty())) {
+      t = _heap.top();
+      _heap.pop();
+    } else if (!_fifo.empty()) {
+      t = _fifo.front();
+      _fifo.pop_front();
+    }
+    if (t) _size.fetch_sub(1, std::memory_order_relaxed);
+    return t;
+  }
+  bool empty() const { return _size.load(std::memory_order_acquire) == 0; }
+
+ private:
+  struct later {
+    bool operator()(const task_node* a, const task_node* b) const {
+      return a->priority != b->priority ? a->priority < b->priority : a->id > b->id;
+    }
+  };
+  spinlock _lock;
+  std::atomic<std::size_t> _size{0};
+  std::deque<task_node*> _fifo;
+  std::priority_queue<task_node*, std::vector<task_node*>, later> _heap;
+};
+
+struct worker_state {
+  ready_queue mailbox;              // tasks whose locality hint names this worker
+  std::unique_ptr<std::byte[]> scratch;
+  std::size_t scratch_size = 0;
+  std::vector<trace_task> trace;    // this worker's finished tasks, while tracing
+};
+
+struct runtime_impl {
+  explicit runtime_impl(const runtime_options& options);
+  ~runtime_impl();
+
+  // --- insertion (one thread) ---
+  task_node* new_task();
+  void add_access(task_node* t, handle_state* h, access mode);
+  void link(task_node* pred, task_node* succ, hazard kind);
+  void submit(task_node* t);
+  // --- execution ---
+  void make_ready(task_node* t);
+  void spawn_runner();
+  void runner_loop();
+  task_node* pop_for(unsigned worker);
+  void execute(task_node* t, unsigned worker);
+  void complete(task_node* t);
+  void release(task_node* t);
+  bool help_once();  // the inserting thread runs one ready task, if any
+  template <class Done>
+  void help_until(Done done);
+  // --- waiting and errors ---
+  void wait_all();
+  void wait(sequence_state& s);
+  void record_error(sequence_state& s, std::exception_ptr e);
+  unsigned current_worker() const;
+  void* scratch(unsigned worker, task_node* t, std::size_t i);
+  void enable_trace(bool on);
+  const trace_data& trace();
+
+  unsigned workers;
+  std::size_t window;
+  std::shared_ptr<spdlog::logger> log;
+  bool log_debug;
+
+  std::unique_ptr<tbb::task_arena> arena;
+  std::vector<std::unique_ptr<worker_state>> worker_states;
+  ready_queue ready;
+  std::atomic<unsigned> active_runners{0};
+  unsigned max_runners;
+
+  std::atomic<std::size_t> in_flight{0};
+  std::atomic<int> waiters{0};
+  std::uint64_t next_id = 0;
+  task_node* open_builder = nullptr;
+
+  std::deque<handle_state> handles;
+  std::shared_ptr<sequence_state> default_sequence = std::make_shared<sequence_state>();
+  std::vector<std::shared_ptr<sequence_state>> sequences;  // those made by make_sequence
+
+  std::mutex errors_mutex;
+  std::vector<sequence_state*> failed;  // sequences with an unreported error, in failure order
+
+  // Node pool: nodes keep their vectors' capacity across reuse.
+  spinlock pool_lock;
+  std::vector<task_node*> pool_shared;  // returned by any thread
+  std::vector<task_node*> pool_local;   // taken by the inserting thread
+  std::vector<std::unique_ptr<task_node>> all_nodes;
+
+  // Tracing.
+  std::atomic<bool> tracing{false};
+  std::uint64_t trace_origin_ns = 0;
+  std::vector<trace_edge> trace_edges;   // inserting thread only
+  trace_data merged;
+  bool merged_valid = false;
+};
+
+runtime_impl::runtime_impl(const runtime_options& options)
+    : workers(options.workers ? options.workers : std::max(1u, std::thread::hardware_concurrency())),
+      window(options.window ? options.window : 1),
+      log(make_logger()),
+      log_debug(log->should_log(spdlog::level::debug)),
+      max_runners(workers - 1) {
+  // The inserting thread is worker 0 and helps when it waits; oneTBB supplies workers - 1 threads.
+  if (workers > 1) {
+    allow_parallelism(workers);
+    arena = std::make_unique<tbb::task_arena>(static_cast<int>(workers), 1);
+    arena->initialize();
+  }
+  for (unsigned w = 0; w < workers; ++w) worker_states.push_back(std::make_unique<worker_state>());
+  if (options.trace) enable_trace(true);
+  log->debug("runtime: {} workers, window {}", workers, window);
+}
+
+runtime_impl::~runtime_impl() {
+  try {
+    if (open_builder) submit(open_builder);
+    help_until([&] { return in_flight.load(std::memory_order_acquire) == 0; });
+  } catch (...) {
+  }
+  if (arena) arena->terminate();
+  std::lock_guard lock(errors_mutex);
+  for (auto* s : failed) {
+    try {
+      std::rethrow_exception(s->error);
+    } catch (const std::exception& e) {
+      log->error("runtime destroyed with an unreported task error: {}", e.what());
+    } catch (...) {
+      log->error("runtime destroyed with an unreported task error");
+    }
+  }
+}
+
+task_node* runtime_impl::new_task() {
+  if (open_builder)
+    throw std::logic_error("tessera::runtime::task: another task is still being built; submit() it first");
+  if (pool_local.empty()) {
+    std::lock_guard lock(pool_lock);
+    pool_local.swap(pool_shared);
+  }
+  task_node* t;
+  if (!pool_local.empty()) {
+    t = pool_local.back();
+    pool_local.pop_back();
+  } else {
+    all_nodes.push_back(std::make_unique<task_node>());
+    t = all_nodes.back().get();
+  }
+  t->reset();
+  t->id = next_id++;
+  t->seq = default_sequence.get();
+  t->refs.store(1, std::memory_order_relaxed);  // released on completion
+  open_builder = t;
+  return t;
+}
+
+void runtime_impl::link(task_node* pred, task_node* succ, hazard kind) {
+  if (pred == succ || pred->last_linked_successor == succ) return;
+  pred->last_linked_successor = succ;
+  if (tracing.load(std::memory_order_relaxed)) trace_edges.push_back({pred->id, succ->id, kind});
+  if (log_debug) log->debug("  {} {} -> {}", to_string(kind), pred->id, succ->id);
+  std::lock_guard lock(pred->lock);
+  if (pred->done) return;
+  succ->pending.fetch_add(1, std::memory_order_relaxed);
+  succ->refs.fetch_add(1, std::memory_order_relaxed);
+  pred->successors.push_back(succ);
+}
+
+namespace {
+void hold(std::vector<task_node*>& list, task_node* t) {
+  t->refs.fetch_add(1, std::memory_order_relaxed);
+  list.push_back(t);
+}
+}  // namespace
+
+void runtime_impl::add_access(task_node* t, handle_state* h, access mode) {
+  if (log_debug) log->debug("task {} accesses datum {:#x} ({})", t->id, h->key, static_cast<int>(mode));
+  auto drop_all = [&](std::vector<task_node*>& list) {
+    for (task_node* p : list) release(p);
+    list.clear();
+  };
+  switch (mode) {
+    case access::read:
+      for (task_node* w : h->writers) link(w, t, hazard::raw);
+      if (h->accumulating) {  // the group is closed: later accesses order after all its members
+        h->accumulating = false;
+        drop_all(h->group_preds);
+      }
+      if (h->readers.empty() || h->readers.back() != t) hold(h->readers, t);
+      break;
+    case access::write:
+    case access::read_write:
+      if (!h->readers.empty()) {
+        for (task_node* r : h->readers) link(r, t, hazard::war);
+      } else {
+        const hazard kind = mode == access::write ? hazard::waw : hazard::raw;
+        for (task_node* w : h->writers) link(w, t, kind);
+      }
+      drop_all(h->readers);
+      drop_all(h->writers);
+      drop_all(h->group_preds);
+      h->accumulating = false;
+      hold(h->writers, t);
+      t->written.push_back(h);
+      break;
+    case access::accumulate:
+      if (!h->accumulating) {
+        // A new group: it orders after the last writer and the readers since.
+        drop_all(h->group_preds);
+        if (!h->readers.empty()) h->group_preds.swap(h->readers);
+        else h->group_preds.swap(h->writers);
+        drop_all(h->readers);
+        drop_all(h->writers);
+        h->accumulating = true;
+      }
+      for (task_node* p : h->group_preds) link(p, t, hazard::accumulate);
+      if (h->writers.empty() || h->writers.back() != t) {
+        hold(h->writers, t);
+        t->accumulated.push_back(h);
+        t->written.push_back(h);
+      }
+      break;
+  }
+}
+
+void runtime_impl::submit(task_node* t) {
+  if (t != open_builder) throw std::logic_error("tessera::task_builder::submit: task already submitted");
+  open_builder = nullptr;
+  if (t->accumulated.size() > 1) {  // lock order for several accumulate groups: by address
+    std::sort(t->accumulated.begin(), t->accumulated.end());
+    t->accumulated.erase(std::unique(t->accumulated.begin(), t->accumulated.end()), t->accumulated.end());
+  }
+  t->seq->in_flight.fetch_add(1, std::memory_order_relaxed);
+  const std::size_t now = in_flight.fetch_add(1, std::memory_order_acq_rel) + 1;
+  if (log_debug) log->debug("task {} '{}' submitted", t->id, t->label);
+  if (t->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) make_ready(t);
+  if (now >= window)
+    help_until([&] { return in_flight.load(std::memory_order_acquire) < window; });
+}
+
+void runtime_impl::make_ready(task_node* t) {
+  int hint = t->locality ? t->locality->last_worker.load(std::memory_order_relaxed) : -1;
+  if (hint >= 0 && static_cast<unsigned>(hint) < workers)
+    worker_states[static_cast<unsigned>(hint)]->mailbox.push(t);
+  else
+    ready.push(t);
+  spawn_runner();
+}
+
+void runtime_impl::spawn_runner() {
+  if (!arena) return;
+  unsigned active = active_runners.load(std::memory_order_acquire);
+  while (active < max_runners) {
+    if (active_runners.compare_exchange_weak(active, active + 1, std::memory_order_acq_rel)) {
+      arena->enqueue([this] { runner_loop(); });
+      return;
+    }
+  }
+}
+
+unsigned runtime_impl::current_worker() const {
+  const int slot = tbb::this_task_arena::current_thread_index();
+  // Slot 0 is reserved for the inserting thread, which never enters the arena.
+  return slot > 0 && static_cast<unsigned>(slot) < workers ? static_cast<unsigned>(slot) : 0u;
+}
+
+void runtime_impl::runner_loop() {
+  const unsigned me = current_worker();
+  for (;;) {
+    // Spin briefly before leaving: a successor usually becomes ready within microseconds.
+    for (int idle = 0; idle < 256; ++idle) {
+      while (task_node* t = pop_for(me)) {
+        execute(t, me);
+        idle = 0;
+      }
+      cpu_relax();
+    }
+    active_runners.fetch_sub(1, std::memory_order_acq_rel);
+    // A task pushed after our last pop saw active_runners before the decrement; take it on.
+    bool work = !ready.empty();
+    for (unsigned w = 0; !work && w < workers; ++w) work = !worker_states[w]->mailbox.empty();
+    if (!work) return;
+    unsigned active = active_runners.load(std::memory_order_acquire);
+    do {
+      if (active >= max_runners) return;
+    } while (!active_runners.compare_exchange_weak(active, active + 1, std::memory_order_acq_rel));
+  }
+}
+
+task_node* runtime_impl::pop_for(unsigned worker) {
+  if (task_node* t = worker_states[worker]->mailbox.pop()) return t;
+  if (task_node* t = ready.pop()) return t;
+  for (unsigned w = 0; w < workers; ++w)  // steal what a busy worker was hinted
+    if (w != worker)
+      if (task_node* t = worker_states[w]->mailbox.pop()) return t;
+  return nullptr;
+}
+
+void* runtime_impl::scratch(unsigned worker, task_node* t, std::size_t i) {
+  if (i >= t->scratch_bytes.size())
+    throw std::out_of_range("tessera::task_context::scratch: index " + std::to_string(i) +
+                            " but the task declared " + std::to_string(t->scratch_bytes.size()));
+  std::size_t offset = 0;
+  for (std::size_t k = 0; k < i; ++k) offset += align_up(t->scratch_bytes[k], scratch_align);
+  return worker_states[worker]->scratch.get() + offset;
+}
+
+void runtime_impl::execute(task_node* t, unsigned worker) {
+  worker_state& ws = *worker_states[worker];
+  const bool traced = tracing.load(std::memory_order_relaxed);
+  if (traced) t->start_ns = now_ns();
+  const bool skip = t->seq->cancelled.load(std::memory_order_acquire);
+  if (!skip) {
+    if (!t->scratch_bytes.empty()) {
+      std::size_t need = 0;
+      for (std::size_t b : t->scratch_bytes) need += align_up(b, scratch_align);
+      if (need > ws.scratch_size) {  // grows once per worker to the largest request
+        ws.scratch.reset(new (std::align_val_t(scratch_align)) std::byte[need]);
+        ws.scratch_size = need;
+      }
+    }
+    task_context ctx(this, t, worker);
+    try {
+      if (t->accumulated.empty()) {
+        t->body(ctx);
+      } else {
+        for (handle_state* h : t->accumulated) h->accumulate_mutex.lock();
+        struct unlock_all {
+          task_node* t;
+          ~unlock_all() {
+            for (auto it = t->accumulated.rbegin(); it != t->accumulated.rend(); ++it)
+              (*it)->accumulate_mutex.unlock();
+          }
+        } guard{t};
+        t->body(ctx);
+      }
+    } catch (...) {
+      record_error(*t->seq, std::current_exception());
+    }
+    for (handle_state* h : t->written) h->last_worker.store(static_cast<int>(worker), std::memory_order_relaxed);
+  }
+  if (traced) {
+    trace_task rec;
+    rec.id = t->id;
+    rec.label = t->label.empty() ? std::string("task") : t->label;
+    rec.color = t->color;
+    rec.track = static_cast<int>(worker);
+    rec.start_us = static_cast<double>(t->start_ns - trace_origin_ns) * 1e-3;
+    rec.end_us = static_cast<double>(now_ns() - trace_origin_ns) * 1e-3;
+    rec.priority = t->priority;
+    rec.where = t->where;
+    rec.skipped = skip;
+    ws.trace.push_back(std::move(rec));
+  }
+  t->body.reset();  // captured resources go now, not when the node is reused
+  complete(t);
+}
+
+void runtime_impl::complete(task_node* t) {
+  {
+    std::lock_guard lock(t->lock);
+    t->done = true;
+  }
+  // No successor can be added once done is set, so the list is ours to walk.
+  for (task_node* s : t->successors) {
+    if (s->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) make_ready(s);
+    release(s);
+  }
+  t->successors.clear();
+  sequence_state* seq = t->seq;
+  release(t);
+  seq->in_flight.fetch_sub(1, std::memory_order_acq_rel);
+  in_flight.fetch_sub(1, std::memory_order_acq_rel);
+  if (waiters.load(std::memory_order_acquire) > 0) in_flight.notify_all();
+}
+
+void runtime_impl::release(task_node* t) {
+  if (t->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    std::lock_guard lock(pool_lock);
+    pool_shared.push_back(t);
+  }
+}
+
+bool runtime_impl::help_once() {
+  if (task_node* t = pop_for(0)) {
+    execute(t, 0);
+    return true;
+  }
+  return false;
+}
+
+template <class Done>
+void runtime_impl::help_until(Done done) {
+  while (!done()) {
+    if (help_once()) continue;
+    // Nothing ready here: wait for a completion, which may make something ready.
+    const std::size_t seen = in_flight.load(std::memory_order_acquire);
+    if (done()) break;
+    if (max_runners == 0 && ready.empty()) {
+      // Only this thread runs tasks: nothing ready means nothing can ever become ready.
+      throw std::logic_error("tessera::runtime: tasks in flight but none can run (a task left unsubmitted?)");
+    }
+    waiters.fetch_add(1, std::memory_order_acq_rel);
+    for (int spin = 0; spin < 64 && in_flight.load(std::memory_order_acquire) == seen && ready.empty(); ++spin)
+      cpu_relax();
+    if (in_flight.load(std::memory_order_acquire) == seen && ready.empty()) {
+      // Bounded sleep: a ready task pushed to a mailbox does not change in_flight.
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+    waiters.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
+void runtime_impl::record_error(sequence_state& s, std::exception_ptr e) {
+  s.cancelled.store(true, std::memory_order_release);
+  {
+    std::lock_guard lock(s.mutex);
+    if (s.error) return;  // the first error wins; later ones are consequences
+    s.error = e;
+  }
+  std::lock_guard lock(errors_mutex);
+  failed.push_back(&s);
+  log->debug("task error recorded; its sequence is cancelled");
+}
+
+void runtime_impl::wait_all() {
+  if (open_builder)
+    throw std::logic_error("tessera::runtime::wait_all: a task is still being built; submit() it first");
+  help_until([&] { return in_flight.load(std::memory_order_acquire) == 0; });
+  std::vector<sequence_state*> reported;
+  {
+    std::lock_guard lock(errors_mutex);
+    reported.swap(failed);
+  }
+  std::exception_ptr first;
+  for (sequence_state* s : reported) {
+    std::lock_guard lock(s->mutex);
+    if (!first) first = s->error;
+    s->error = nullptr;
+    s->cancelled.store(false, std::memory_order_release);
+  }
+  if (first) std::rethrow_exception(first);
+}
+
+void runtime_impl::wait(sequence_state& s) {
+  if (open_builder)
+    throw std::logic_error("tessera::runtime::wait: a task is still being built; submit() it first");
+  help_until([&] { return s.in_flight.load(std::memory_order_acquire) == 0; });
+  {
+    std::lock_guard lock(errors_mutex);
+    failed.erase(std::remove(failed.begin(), failed.end(), &s), failed.end());
+  }
+  std::exception_ptr e;
+  {
+    std::lock_guard lock(s.mutex);
+    e = std::exchange(s.error, nullptr);
+    s.cancelled.store(false, std::memory_order_release);
+  }
+  if (e) std::rethrow_exception(e);
+}
+
+void runtime_impl::enable_trace(bool on) {
+  if (on && !tracing.load()) {
+    trace_edges.clear();
+    for (auto& w : worker_states) w->trace.clear();
+    trace_origin_ns = now_ns();
+    merged_valid = false;
+  }
+  tracing.store(on, std::memory_order_release);
+}
+
+const trace_data& runtime_impl::trace() {
+  merged = trace_data{};
+  merged.tracks.reserve(workers);
+  for (unsigned w = 0; w < workers; ++w)
+    merged.tracks.push_back(w == 0 ? std::string("worker 0 (inserting thread)") : "worker " + std::to_string(w));
+  for (auto& w : worker_states) merged.tasks.insert(merged.tasks.end(), w->trace.begin(), w->trace.end());
+  std::sort(merged.tasks.begin(), merged.tasks.end(),
+            [](const trace_task& a, const trace_task& b) { return a.id < b.id; });
+  merged.edges = trace_edges;
+  return merged;
+}
+
+task_node* new_task(runtime_impl& impl) { return impl.new_task(); }
+
+}  // namespace detail
+
+// ---------------------------------------------------------------------------------------------
+// Public surface.
+
+void* handle::data() const noexcept { return _state ? _state->data : nullptr; }
+std::size_t handle::bytes() const noexcept { return _state ? _state->bytes : 0; }
+std::uint64_t handle::key() const noexcept { return _state ? _state->key : 0; }
+
+bool sequence::cancelled() const noexcept {
+  return _state && _state->cancelled.load(std::memory_order_acquire);
+}
+
+std::uint64_t task_context::task_id() const noexcept { return _task->id; }
+void* task_context::scratch(std::size_t i) const { return _rt->scratch(_worker, _task, i); }
+const void* task_context::_value(std::size_t i) const {
+  if (i >= _task->value_offsets.size())
+    throw std::out_of_range("tessera::task_context::value: index " + std::to_string(i) + " but the task has " +
+                            std::to_string(_task->value_offsets.size()) + " values");
+  return _task->value_bytes.data() + _task->value_offsets[i];
+}
+
+task_builder::~task_builder() {
+  if (_task) {
+    try {
+      _rt->submit(_task);
+    } catch (...) {
+    }
+  }
+}
+
+namespace {
+void check_open(detail::task_node* t, const char* what) {
+  if (!t) throw std::logic_error(std::string("tessera::task_builder::") + what + ": task already submitted");
+}
+}  // namespace
+
+task_builder& task_builder::add(handle h, access mode) {
+  check_open(_task, "add");
+  if (!h) throw std::invalid_argument("tessera::task_builder::add: handle is empty (not registered)");
+  _rt->add_access(_task, h._state, mode);
+  return *this;
+}
+
+task_builder& task_builder::scratch(std::size_t bytes) {
+  check_open(_task, "scratch");
+  _task->scratch_bytes.push_back(bytes);
+  return *this;
+}
+
+task_builder& task_builder::_add_value(const void* p, std::size_t size, std::size_t align) {
+  check_open(_task, "value");
+  auto& bytes = _task->value_bytes;
+  // Offsets are aligned relative to the buffer start; the buffer itself is max-aligned by operator new.
+  const std::size_t offset = detail::align_up(bytes.size(), std::max<std::size_t>(align, alignof(std::max_align_t)));
+  bytes.resize(offset + size);
+  std::memcpy(bytes.data() + offset, p, size);
+  _task->value_offsets.push_back(offset);
+  return *this;
+}
+
+task_builder& task_builder::priority(int p) {
+  check_open(_task, "priority");
+  _task->priority = p;
+  return *this;
+}
+
+task_builder& task_builder::locality(handle h) {
+  check_open(_task, "locality");
+  _task->locality = h._state;
+  return *this;
+}
+
+task_builder& task_builder::label(std::string_view name) {
+  check_open(_task, "label");
+  if (_rt->tracing.load(std::memory_order_relaxed) || _rt->log_debug) _task->label.assign(name);
+  return *this;
+}
+
+task_builder& task_builder::color(std::uint32_t rgb) {
+  check_open(_task, "color");
+  _task->color = rgb;
+  return *this;
+}
+
+task_builder& task_builder::in(const sequence& s) {
+  check_open(_task, "in");
+  if (!s) throw std::invalid_argument("tessera::task_builder::in: sequence is empty (use runtime::make_sequence)");
+  _task->seq = s._state.get();
+  return *this;
+}
+
+task_builder& task_builder::on(device d) {
+  check_open(_task, "on");
+  if (d == device::gpu)
+    throw std::invalid_argument("tessera::task_builder::on: device::gpu needs the GPU backend, not built here");
+  _task->where = d;
+  return *this;
+}
+
+void task_builder::submit() {
+  check_open(_task, "submit");
+  detail::task_node* t = std::exchange(_task, nullptr);
+  _rt->submit(t);
+}
+
+runtime::runtime(runtime_options options) : _impl(std::make_unique<detail::runtime_impl>(options)) {}
+runtime::~runtime() = default;
+
+handle runtime::register_data(void* data, std::size_t bytes) {
+  if (!data) throw std::invalid_argument("tessera::runtime::register_data: data is null (use register_key)");
+  auto& h = _impl->handles.emplace_back();
+  h.data = data;
+  h.bytes = bytes;
+  h.key = reinterpret_cast<std::uintptr_t>(data);
+  return handle(&h);
+}
+
+handle runtime::register_key(std::uint64_t key) {
+  auto& h = _impl->handles.emplace_back();
+  h.key = key;
+  return handle(&h);
+}
+
+sequence runtime::make_sequence() {
+  auto s = std::make_shared<detail::sequence_state>();
+  _impl->sequences.push_back(s);
+  return sequence(std::move(s));
+}
+
+void runtime::wait_all() { _impl->wait_all(); }
+
+void runtime::wait(const sequence& s) {
+  if (!s) throw std::invalid_argument("tessera::runtime::wait: sequence is empty");
+  _impl->wait(*s._state);
+}
+
+unsigned runtime::workers() const noexcept { return _impl->workers; }
+std::size_t runtime::window() const noexcept { return _impl->window; }
+void runtime::enable_trace(bool on) { _impl->enable_trace(on); }
+const trace_data& runtime::trace() const { return _impl->trace(); }
+
+detail::task_fn& runtime::_set_body(detail::task_node* t) { return t->body; }
+
+}  // namespace tessera
