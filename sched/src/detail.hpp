@@ -7,6 +7,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "tessera/sched/access.hpp"
@@ -54,10 +55,28 @@ struct sequence_state {
 
 struct task_node;
 
+// Where a datum's copies are and which are current (GPU backend). Changed by the GPU thread, and
+// by a CPU task that writes the datum: the DAG keeps those two from touching one datum at once.
+struct copy_state {
+  void* device = nullptr;      // the device copy, once there is one
+  std::size_t device_pitch = 0;
+  bool pooled = false;         // device came from the runtime's pool (freed with the runtime)
+  bool host_valid = true;
+  bool device_valid = false;
+  void* h2d_done = nullptr;    // cudaEvent_t recorded after the last copy to the device, or null
+  void* d2h_done = nullptr;    // ... to the host
+};
+
 struct handle_state {
   void* data = nullptr;
   std::size_t bytes = 0;
   std::uint64_t key = 0;
+  // Shape for copies: runs of run_bytes, pitch apart (a 1-D datum is one run).
+  std::size_t run_bytes = 0;
+  std::size_t runs = 1;
+  std::size_t pitch = 0;
+  bool gpu_touched = false;    // some task inserted so far ran on the GPU with it (inserting thread)
+  copy_state copies;
   // Hazard state, touched only by the inserting thread.
   std::vector<task_node*> writers;     // the last writer, or the members of the open accumulate group
   std::vector<task_node*> readers;     // readers since the last write
@@ -87,7 +106,10 @@ struct task_node {
   handle_state* locality = nullptr;
   task_node* last_linked_successor = nullptr;  // dedupes edges while a successor is being built
 
-  std::vector<handle_state*> written;       // for the locality hint
+  std::vector<handle_state*> written;       // for the locality hint and copy validity
+  std::vector<std::pair<handle_state*, access>> accesses;  // kept only with the GPU backend
+  bool via_gpu_thread = false;              // a CPU task that may need copies to the host first
+  unsigned stream = 0;                      // a GPU task's stream
   std::vector<handle_state*> accumulated;   // mutexes to hold while running
   std::vector<std::size_t> scratch_bytes;
   std::vector<std::size_t> value_offsets;
@@ -109,6 +131,9 @@ struct task_node {
     locality = nullptr;
     last_linked_successor = nullptr;
     written.clear();
+    accesses.clear();
+    via_gpu_thread = false;
+    stream = 0;
     accumulated.clear();
     scratch_bytes.clear();
     value_offsets.clear();

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "detail.hpp"
+#include "runtime_impl.hpp"
 
 namespace tessera {
 namespace detail {
@@ -60,117 +61,6 @@ std::size_t align_up(std::size_t n, std::size_t a) { return (n + a - 1) / a * a;
 
 }  // namespace
 
-// Ready tasks: a FIFO for the common priority 0, a heap for the others, so that the usual case
-// costs a deque push/pop and priorities still order what they must.
-class ready_queue {
- public:
-  void push(task_node* t) {
-    std::lock_guard lock(_lock);
-    if (t->priority == 0) _fifo.push_back(t);
-    else _heap.push(t);
-    _size.fetch_add(1, std::memory_order_release);
-  }
-  task_node* pop() {
-    if (_size.load(std::memory_order_acquire) == 0) return nullptr;
-    std::lock_guard lock(_lock);
-    task_node* t = nullptr;
-    if (!_heap.empty() && (_heap.top()->priority > 0 || _fifo.empty())) {
-      t = _heap.top();
-      _heap.pop();
-    } else if (!_fifo.empty()) {
-      t = _fifo.front();
-      _fifo.pop_front();
-    }
-    if (t) _size.fetch_sub(1, std::memory_order_relaxed);
-    return t;
-  }
-  bool empty() const { return _size.load(std::memory_order_acquire) == 0; }
-
- private:
-  struct later {
-    bool operator()(const task_node* a, const task_node* b) const {
-      return a->priority != b->priority ? a->priority < b->priority : a->id > b->id;
-    }
-  };
-  spinlock _lock;
-  std::atomic<std::size_t> _size{0};
-  std::deque<task_node*> _fifo;
-  std::priority_queue<task_node*, std::vector<task_node*>, later> _heap;
-};
-
-struct worker_state {
-  ready_queue mailbox;              // tasks whose locality hint names this worker
-  std::unique_ptr<std::byte[]> scratch;
-  std::size_t scratch_size = 0;
-  std::vector<trace_task> trace;    // this worker's finished tasks, while tracing
-};
-
-struct runtime_impl {
-  explicit runtime_impl(const runtime_options& options);
-  ~runtime_impl();
-
-  // --- insertion (one thread) ---
-  task_node* new_task();
-  void add_access(task_node* t, handle_state* h, access mode);
-  void link(task_node* pred, task_node* succ, hazard kind);
-  void submit(task_node* t);
-  // --- execution ---
-  void make_ready(task_node* t);
-  void spawn_runner();
-  void runner_loop();
-  task_node* pop_for(unsigned worker);
-  void execute(task_node* t, unsigned worker);
-  void complete(task_node* t);
-  void release(task_node* t);
-  bool help_once();  // the inserting thread runs one ready task, if any
-  template <class Done>
-  void help_until(Done done);
-  // --- waiting and errors ---
-  void wait_all();
-  void wait(sequence_state& s);
-  void record_error(sequence_state& s, std::exception_ptr e);
-  unsigned current_worker() const;
-  void* scratch(unsigned worker, task_node* t, std::size_t i);
-  void enable_trace(bool on);
-  const trace_data& trace();
-
-  unsigned workers;
-  std::size_t window;
-  std::shared_ptr<spdlog::logger> log;
-  bool log_debug;
-
-  std::unique_ptr<tbb::task_arena> arena;
-  std::vector<std::unique_ptr<worker_state>> worker_states;
-  ready_queue ready;
-  std::atomic<unsigned> active_runners{0};
-  unsigned max_runners;
-
-  std::atomic<std::size_t> in_flight{0};
-  std::atomic<int> waiters{0};
-  std::uint64_t next_id = 0;
-  task_node* open_builder = nullptr;
-
-  std::deque<handle_state> handles;
-  std::shared_ptr<sequence_state> default_sequence = std::make_shared<sequence_state>();
-  std::vector<std::shared_ptr<sequence_state>> sequences;  // those made by make_sequence
-
-  std::mutex errors_mutex;
-  std::vector<sequence_state*> failed;  // sequences with an unreported error, in failure order
-
-  // Node pool: nodes keep their vectors' capacity across reuse.
-  spinlock pool_lock;
-  std::vector<task_node*> pool_shared;  // returned by any thread
-  std::vector<task_node*> pool_local;   // taken by the inserting thread
-  std::vector<std::unique_ptr<task_node>> all_nodes;
-
-  // Tracing.
-  std::atomic<bool> tracing{false};
-  std::uint64_t trace_origin_ns = 0;
-  std::vector<trace_edge> trace_edges;   // inserting thread only
-  trace_data merged;
-  bool merged_valid = false;
-};
-
 runtime_impl::runtime_impl(const runtime_options& options)
     : workers(options.workers ? options.workers : std::max(1u, std::thread::hardware_concurrency())),
       window(options.window ? options.window : 1),
@@ -183,7 +73,9 @@ runtime_impl::runtime_impl(const runtime_options& options)
     arena = std::make_unique<tbb::task_arena>(static_cast<int>(workers), 1);
     arena->initialize();
   }
-  for (unsigned w = 0; w < workers; ++w) worker_states.push_back(std::make_unique<worker_state>());
+  if (options.gpu_streams > 0) gpu = gpu_backend::create(*this, options.gpu_streams, options.gpu_device);
+  // One more worker state for the GPU thread, which runs GPU task bodies.
+  for (unsigned w = 0; w < workers + (gpu ? 1 : 0); ++w) worker_states.push_back(std::make_unique<worker_state>());
   if (options.trace) enable_trace(true);
   log->debug("runtime: {} workers, window {}", workers, window);
 }
@@ -194,6 +86,7 @@ runtime_impl::~runtime_impl() {
     help_until([&] { return in_flight.load(std::memory_order_acquire) == 0; });
   } catch (...) {
   }
+  gpu.reset();
   if (arena) arena->terminate();
   std::lock_guard lock(errors_mutex);
   for (auto* s : failed) {
@@ -251,6 +144,7 @@ void hold(std::vector<task_node*>& list, task_node* t) {
 
 void runtime_impl::add_access(task_node* t, handle_state* h, access mode) {
   if (log_debug) log->debug("task {} accesses datum {:#x} ({})", t->id, h->key, static_cast<int>(mode));
+  if (gpu) t->accesses.emplace_back(h, mode);
   auto drop_all = [&](std::vector<task_node*>& list) {
     for (task_node* p : list) release(p);
     list.clear();
@@ -306,6 +200,15 @@ void runtime_impl::submit(task_node* t) {
     std::sort(t->accumulated.begin(), t->accumulated.end());
     t->accumulated.erase(std::unique(t->accumulated.begin(), t->accumulated.end()), t->accumulated.end());
   }
+  if (gpu) {
+    // Decided at insertion, in program order: a CPU task goes through the GPU thread (which copies
+    // stale data back first) only if a GPU task inserted before it touched one of its data.
+    if (t->where == device::gpu) {
+      for (auto& [h, mode] : t->accesses) h->gpu_touched = true;
+    } else {
+      for (auto& [h, mode] : t->accesses) t->via_gpu_thread = t->via_gpu_thread || h->gpu_touched;
+    }
+  }
   t->seq->in_flight.fetch_add(1, std::memory_order_relaxed);
   const std::size_t now = in_flight.fetch_add(1, std::memory_order_acq_rel) + 1;
   if (log_debug) log->debug("task {} '{}' submitted", t->id, t->label);
@@ -315,6 +218,14 @@ void runtime_impl::submit(task_node* t) {
 }
 
 void runtime_impl::make_ready(task_node* t) {
+  if (t->where == device::gpu || t->via_gpu_thread) {
+    gpu->submit(t);
+    return;
+  }
+  make_ready_cpu(t);
+}
+
+void runtime_impl::make_ready_cpu(task_node* t) {
   int hint = t->locality ? t->locality->last_worker.load(std::memory_order_relaxed) : -1;
   if (hint >= 0 && static_cast<unsigned>(hint) < workers)
     worker_states[static_cast<unsigned>(hint)]->mailbox.push(t);
@@ -385,36 +296,12 @@ void runtime_impl::execute(task_node* t, unsigned worker) {
   worker_state& ws = *worker_states[worker];
   const bool traced = tracing.load(std::memory_order_relaxed);
   if (traced) t->start_ns = now_ns();
-  const bool skip = t->seq->cancelled.load(std::memory_order_acquire);
-  if (!skip) {
-    if (!t->scratch_bytes.empty()) {
-      std::size_t need = 0;
-      for (std::size_t b : t->scratch_bytes) need += align_up(b, scratch_align);
-      if (need > ws.scratch_size) {  // grows once per worker to the largest request
-        ws.scratch.reset(new (std::align_val_t(scratch_align)) std::byte[need]);
-        ws.scratch_size = need;
-      }
+  const bool skip = !run_body(t, worker);
+  if (!skip)
+    for (handle_state* h : t->written) {
+      h->last_worker.store(static_cast<int>(worker), std::memory_order_relaxed);
+      if (gpu) gpu->cpu_wrote(h);
     }
-    task_context ctx(this, t, worker);
-    try {
-      if (t->accumulated.empty()) {
-        t->body(ctx);
-      } else {
-        for (handle_state* h : t->accumulated) h->accumulate_mutex.lock();
-        struct unlock_all {
-          task_node* t;
-          ~unlock_all() {
-            for (auto it = t->accumulated.rbegin(); it != t->accumulated.rend(); ++it)
-              (*it)->accumulate_mutex.unlock();
-          }
-        } guard{t};
-        t->body(ctx);
-      }
-    } catch (...) {
-      record_error(*t->seq, std::current_exception());
-    }
-    for (handle_state* h : t->written) h->last_worker.store(static_cast<int>(worker), std::memory_order_relaxed);
-  }
   if (traced) {
     trace_task rec;
     rec.id = t->id;
@@ -430,6 +317,37 @@ void runtime_impl::execute(task_node* t, unsigned worker) {
   }
   t->body.reset();  // captured resources go now, not when the node is reused
   complete(t);
+}
+
+bool runtime_impl::run_body(task_node* t, unsigned worker) {
+  if (t->seq->cancelled.load(std::memory_order_acquire)) return false;
+  worker_state& ws = *worker_states[worker];
+  if (!t->scratch_bytes.empty()) {
+    std::size_t need = 0;
+    for (std::size_t b : t->scratch_bytes) need += align_up(b, scratch_align);
+    if (need > ws.scratch_size) {  // grows once per worker to the largest request
+      ws.scratch.reset(new (std::align_val_t(scratch_align)) std::byte[need]);
+      ws.scratch_size = need;
+    }
+  }
+  task_context ctx(this, t, worker);
+  try {
+    if (t->accumulated.empty()) {
+      t->body(ctx);
+    } else {
+      for (handle_state* h : t->accumulated) h->accumulate_mutex.lock();
+      struct unlock_all {
+        task_node* t;
+        ~unlock_all() {
+          for (auto it = t->accumulated.rbegin(); it != t->accumulated.rend(); ++it) (*it)->accumulate_mutex.unlock();
+        }
+      } guard{t};
+      t->body(ctx);
+    }
+  } catch (...) {
+    record_error(*t->seq, std::current_exception());
+  }
+  return true;
 }
 
 void runtime_impl::complete(task_node* t) {
@@ -472,7 +390,7 @@ void runtime_impl::help_until(Done done) {
     // Nothing ready here: wait for a completion, which may make something ready.
     const std::size_t seen = in_flight.load(std::memory_order_acquire);
     if (done()) break;
-    if (max_runners == 0 && ready.empty()) {
+    if (max_runners == 0 && !gpu && ready.empty()) {
       // Only this thread runs tasks: nothing ready means nothing can ever become ready.
       throw std::logic_error("tessera::runtime: tasks in flight but none can run (a task left unsubmitted?)");
     }
@@ -541,6 +459,7 @@ void runtime_impl::enable_trace(bool on) {
     for (auto& w : worker_states) w->trace.clear();
     trace_origin_ns = now_ns();
     merged_valid = false;
+    if (gpu) gpu->start_trace();
   }
   tracing.store(on, std::memory_order_release);
 }
@@ -551,6 +470,7 @@ const trace_data& runtime_impl::trace() {
   for (unsigned w = 0; w < workers; ++w)
     merged.tracks.push_back(w == 0 ? std::string("worker 0 (inserting thread)") : "worker " + std::to_string(w));
   for (auto& w : worker_states) merged.tasks.insert(merged.tasks.end(), w->trace.begin(), w->trace.end());
+  if (gpu) gpu->take_trace(merged.tasks, merged.tracks, static_cast<int>(workers), trace_origin_ns);
   std::sort(merged.tasks.begin(), merged.tasks.end(),
             [](const trace_task& a, const trace_task& b) { return a.id < b.id; });
   merged.edges = trace_edges;
@@ -574,6 +494,27 @@ bool sequence::cancelled() const noexcept {
 
 std::uint64_t task_context::task_id() const noexcept { return _task->id; }
 void* task_context::scratch(std::size_t i) const { return _rt->scratch(_worker, _task, i); }
+namespace {
+detail::gpu_backend& gpu_of(detail::runtime_impl* rt, detail::task_node* t, const char* what) {
+  if (!rt->gpu || t->where != device::gpu)
+    throw std::logic_error(std::string("tessera::task_context::") + what + ": only GPU tasks have one");
+  return *rt->gpu;
+}
+}  // namespace
+
+void* task_context::stream() const { return gpu_of(_rt, _task, "stream").stream(_task->stream); }
+void* task_context::blas() const { return gpu_of(_rt, _task, "blas").blas(_task->stream); }
+void* task_context::device_data(handle h) const {
+  gpu_of(_rt, _task, "device_data");
+  if (!h || !h._state->copies.device)
+    throw std::invalid_argument("tessera::task_context::device_data: the handle is not among this task's data on the GPU");
+  return h._state->copies.device;
+}
+std::size_t task_context::device_pitch(handle h) const {
+  device_data(h);
+  return h._state->copies.device_pitch;
+}
+
 const void* task_context::_value(std::size_t i) const {
   if (i >= _task->value_offsets.size())
     throw std::out_of_range("tessera::task_context::value: index " + std::to_string(i) + " but the task has " +
@@ -653,8 +594,9 @@ task_builder& task_builder::in(const sequence& s) {
 
 task_builder& task_builder::on(device d) {
   check_open(_task, "on");
-  if (d == device::gpu)
-    throw std::invalid_argument("tessera::task_builder::on: device::gpu needs the GPU backend, not built here");
+  if (d == device::gpu && !_rt->gpu)
+    throw std::invalid_argument(
+        "tessera::task_builder::on: device::gpu but the runtime has no GPU backend (runtime_options::gpu_streams)");
   _task->where = d;
   return *this;
 }
@@ -674,8 +616,34 @@ handle runtime::register_data(void* data, std::size_t bytes) {
   h.data = data;
   h.bytes = bytes;
   h.key = reinterpret_cast<std::uintptr_t>(data);
+  h.run_bytes = h.pitch = bytes;
   return handle(&h);
 }
+
+handle runtime::register_data(void* data, std::size_t run_bytes, std::size_t runs, std::size_t pitch) {
+  if (pitch < run_bytes)
+    throw std::invalid_argument("tessera::runtime::register_data: pitch " + std::to_string(pitch) +
+                                " is smaller than run_bytes " + std::to_string(run_bytes));
+  handle h = register_data(data, runs ? (runs - 1) * pitch + run_bytes : 0);
+  h._state->run_bytes = run_bytes;
+  h._state->runs = runs;
+  h._state->pitch = pitch;
+  return h;
+}
+
+bool runtime::gpu_available() noexcept { return detail::gpu_backend::available(); }
+bool runtime::has_gpu() const noexcept { return _impl->gpu != nullptr; }
+
+void runtime::place_on_device(handle h, void* device_data, std::size_t device_pitch) {
+  if (!_impl->gpu) throw std::logic_error("tessera::runtime::place_on_device: the runtime has no GPU backend");
+  if (!h || !h._state->data) throw std::invalid_argument("tessera::runtime::place_on_device: handle has no host data");
+  if (!device_data) throw std::invalid_argument("tessera::runtime::place_on_device: device_data is null");
+  if (device_pitch < h._state->run_bytes)
+    throw std::invalid_argument("tessera::runtime::place_on_device: device_pitch is smaller than the datum's run_bytes");
+  _impl->gpu->place(h._state, device_data, device_pitch);
+}
+
+transfer_stats runtime::transfers() const { return _impl->gpu ? _impl->gpu->stats() : transfer_stats{}; }
 
 handle runtime::register_key(std::uint64_t key) {
   auto& h = _impl->handles.emplace_back();

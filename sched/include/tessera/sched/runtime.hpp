@@ -36,6 +36,16 @@ struct runtime_options {
   unsigned workers = 0;        // threads that run CPU tasks, the inserting thread included; 0: all cores
   std::size_t window = 16384;  // tasks in flight before the inserting thread stops and helps run them
   bool trace = false;          // record a trace from the start (see runtime::enable_trace)
+  // GPU backend: with gpu_streams > 0 the runtime drives one CUDA device (gpu_device) with that many
+  // streams, each with its own cuBLAS handle; needs a CUDA build and a device (runtime::gpu_available).
+  unsigned gpu_streams = 0;
+  int gpu_device = 0;
+};
+
+// Bytes and copies the GPU backend moved between host and device.
+struct transfer_stats {
+  std::uint64_t h2d_bytes = 0, d2h_bytes = 0;
+  std::uint64_t h2d_copies = 0, d2h_copies = 0;
 };
 
 // A sequence groups tasks for error handling: when a task throws, the tasks of its sequence that
@@ -64,6 +74,12 @@ class task_context {
   const T& value(std::size_t i) const {                   // the i-th value(x) of the task
     return *static_cast<const T*>(_value(i));
   }
+  // GPU tasks (see tessera/sched/cuda.hpp for typed versions): the cudaStream_t to enqueue on, its
+  // cublasHandle_t, and where a handle's device copy lives (valid on this stream when the body runs).
+  void* stream() const;
+  void* blas() const;
+  void* device_data(handle h) const;
+  std::size_t device_pitch(handle h) const;
 
  private:
   task_context(detail::runtime_impl* rt, detail::task_node* t, unsigned worker) noexcept
@@ -124,7 +140,19 @@ class runtime {
   runtime& operator=(const runtime&) = delete;
 
   handle register_data(void* data, std::size_t bytes);
+  // A strided datum: `runs` runs of `run_bytes` contiguous bytes, `pitch` bytes apart (a column-major
+  // tile: runs = columns, run_bytes = rows * sizeof(T), pitch = ld * sizeof(T)).
+  handle register_data(void* data, std::size_t run_bytes, std::size_t runs, std::size_t pitch);
   handle register_key(std::uint64_t key);
+
+  // GPU backend. Copies between host and device are the runtime's: a GPU task that reads a datum
+  // whose current copy is on the host gets it copied first, and a CPU task likewise the other way.
+  // place_on_device says where a datum's device copy lives (runs device_pitch bytes apart), e.g.
+  // inside one device matrix; otherwise the runtime takes it from a stream-ordered memory pool.
+  static bool gpu_available() noexcept;
+  bool has_gpu() const noexcept;
+  void place_on_device(handle h, void* device_data, std::size_t device_pitch);
+  transfer_stats transfers() const;
 
   // A new task running body (callable as body(task_context&) or body()). Add accesses, submit.
   template <class F>

@@ -1,0 +1,409 @@
+#include "gpu_backend.hpp"
+
+#include <stdexcept>
+#include <string>
+
+#include "detail.hpp"
+#include "runtime_impl.hpp"
+
+#if TESSERA_SCHED_CUDA
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+namespace tessera::detail {
+namespace {
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw std::runtime_error(std::string("tessera GPU backend: ") + what + ": " + cudaGetErrorString(e));
+}
+
+std::uint64_t now_ns() {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now().time_since_epoch())
+                                        .count());
+}
+
+class cuda_backend final : public gpu_backend {
+ public:
+  cuda_backend(runtime_impl& rt, unsigned streams, int device) : _rt(rt), _device(device) {
+    check(cudaSetDevice(device), "cudaSetDevice");
+    for (unsigned i = 0; i < streams; ++i) {
+      cudaStream_t s;
+      check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+      cublasHandle_t b;
+      if (cublasCreate(&b) != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("tessera GPU backend: cublasCreate failed");
+      cublasSetStream(b, s);
+      _streams.push_back(s);
+      _blas.push_back(b);
+    }
+    check(cudaStreamCreateWithFlags(&_h2d, cudaStreamNonBlocking), "cudaStreamCreate");
+    check(cudaStreamCreateWithFlags(&_d2h, cudaStreamNonBlocking), "cudaStreamCreate");
+    // Keep freed pool memory for reuse instead of returning it at every synchronisation.
+    cudaMemPool_t pool;
+    if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) {
+      std::uint64_t keep = UINT64_MAX;
+      cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+    }
+    _thread = std::thread([this] { loop(); });
+  }
+
+  ~cuda_backend() override {
+    {
+      std::lock_guard lock(_mutex);
+      _stop = true;
+    }
+    _wake.notify_one();
+    _thread.join();
+    cudaSetDevice(_device);
+    for (void* p : _pooled) cudaFreeAsync(p, _h2d);
+    cudaStreamSynchronize(_h2d);
+    for (cudaEvent_t e : _events) cudaEventDestroy(e);
+    for (auto b : _blas) cublasDestroy(b);
+    for (auto s : _streams) cudaStreamDestroy(s);
+    cudaStreamDestroy(_h2d);
+    cudaStreamDestroy(_d2h);
+  }
+
+  void submit(task_node* t) override {
+    {
+      std::lock_guard lock(_mutex);
+      _incoming.push_back(t);
+    }
+    _wake.notify_one();
+  }
+
+  void cpu_wrote(handle_state* h) override {
+    copy_state& c = h->copies;
+    c.host_valid = true;
+    c.device_valid = false;
+    c.h2d_done = c.d2h_done = nullptr;
+  }
+
+  void place(handle_state* h, void* device, std::size_t pitch) override {
+    std::lock_guard lock(_mutex);  // placement happens before any task touches h on the GPU
+    h->copies.device = device;
+    h->copies.device_pitch = pitch;
+    h->copies.pooled = false;
+  }
+
+  transfer_stats stats() const override {
+    std::lock_guard lock(_mutex);
+    return _stats;
+  }
+  void* stream(unsigned i) const override { return _streams[i]; }
+  void* blas(unsigned i) const override { return _blas[i]; }
+  unsigned streams() const override { return static_cast<unsigned>(_streams.size()); }
+
+  void start_trace() override {
+    std::lock_guard lock(_mutex);
+    _tracing = true;
+    _records.clear();
+    if (!_origin) check(cudaEventCreate(&_origin), "cudaEventCreate");
+    cudaEventRecord(_origin, _h2d);
+    cudaEventSynchronize(_origin);
+    _origin_host_ns = now_ns();
+  }
+
+  void take_trace(std::vector<trace_task>& out, std::vector<std::string>& tracks, int first_track,
+                  std::uint64_t origin_ns) override {
+    std::lock_guard lock(_mutex);
+    for (unsigned i = 0; i < _streams.size(); ++i) tracks.push_back("GPU stream " + std::to_string(i));
+    tracks.push_back("copy H2D");
+    tracks.push_back("copy D2H");
+    const double base_us = (static_cast<double>(_origin_host_ns) - static_cast<double>(origin_ns)) * 1e-3;
+    for (auto& r : _records) {
+      float a = 0, b = 0;
+      if (cudaEventElapsedTime(&a, _origin, r.start) != cudaSuccess || cudaEventElapsedTime(&b, _origin, r.end) != cudaSuccess)
+        continue;  // not finished or not recorded: leave it out rather than guess
+      trace_task t = r.task;
+      t.track = first_track + r.track;
+      t.start_us = base_us + a * 1e3;
+      t.end_us = base_us + b * 1e3;
+      out.push_back(std::move(t));
+    }
+  }
+
+ private:
+  struct launched {
+    task_node* task;
+    cudaEvent_t end;
+  };
+  struct waiting {
+    task_node* task;
+    std::vector<cudaEvent_t> events;
+  };
+  struct record {
+    trace_task task;
+    int track;
+    cudaEvent_t start, end;
+  };
+
+  cudaEvent_t new_event() {
+    cudaEvent_t e;
+    check(cudaEventCreate(&e), "cudaEventCreate");
+    _events.push_back(e);
+    return e;
+  }
+
+  void ensure_device(handle_state* h, cudaStream_t s) {
+    copy_state& c = h->copies;
+    if (c.device) return;
+    const std::size_t bytes = h->run_bytes * h->runs;
+    void* p = nullptr;
+    const cudaError_t e = cudaMallocAsync(&p, bytes ? bytes : 1, s);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      throw std::runtime_error("tessera GPU backend: out of device memory allocating " + std::to_string(bytes) +
+                               " bytes for datum " + std::to_string(h->key) + " (" + cudaGetErrorString(e) + ")");
+    }
+    c.device = p;
+    c.device_pitch = h->run_bytes;
+    c.pooled = true;
+    _pooled.push_back(p);
+  }
+
+  // Copies h to the device on the H2D stream unless the device copy is current; returns the event
+  // after which it is, or null.
+  cudaEvent_t to_device(handle_state* h, std::uint64_t for_task) {
+    copy_state& c = h->copies;
+    ensure_device(h, _h2d);
+    if (c.device_valid) return static_cast<cudaEvent_t>(c.h2d_done);
+    cudaEvent_t start = _tracing ? new_event() : nullptr, end = new_event();
+    if (start) cudaEventRecord(start, _h2d);
+    check(cudaMemcpy2DAsync(c.device, c.device_pitch, h->data, h->pitch, h->run_bytes, h->runs,
+                            cudaMemcpyHostToDevice, _h2d),
+          "host-to-device copy");
+    cudaEventRecord(end, _h2d);
+    c.device_valid = true;
+    c.h2d_done = end;
+    {
+      std::lock_guard lock(_mutex);
+      _stats.h2d_bytes += h->run_bytes * h->runs;
+      ++_stats.h2d_copies;
+      if (start) _records.push_back({copy_record("H2D", for_task), static_cast<int>(_streams.size()), start, end});
+    }
+    return end;
+  }
+
+  cudaEvent_t to_host(handle_state* h, std::uint64_t for_task) {
+    copy_state& c = h->copies;
+    if (c.host_valid) return static_cast<cudaEvent_t>(c.d2h_done);
+    cudaEvent_t start = _tracing ? new_event() : nullptr, end = new_event();
+    if (start) cudaEventRecord(start, _d2h);
+    check(cudaMemcpy2DAsync(h->data, h->pitch, c.device, c.device_pitch, h->run_bytes, h->runs,
+                            cudaMemcpyDeviceToHost, _d2h),
+          "device-to-host copy");
+    cudaEventRecord(end, _d2h);
+    c.host_valid = true;
+    c.d2h_done = end;
+    {
+      std::lock_guard lock(_mutex);
+      _stats.d2h_bytes += h->run_bytes * h->runs;
+      ++_stats.d2h_copies;
+      if (start) _records.push_back({copy_record("D2H", for_task), static_cast<int>(_streams.size()) + 1, start, end});
+    }
+    return end;
+  }
+
+  trace_task copy_record(const char* label, std::uint64_t for_task) {
+    trace_task t;
+    t.id = (1ull << 62) + _copy_ids++;  // copies are not tasks: an id space of their own
+    t.label = std::string(label) + " for " + std::to_string(for_task);
+    t.color = label[0] == 'H' ? 0x7f7f7fu : 0x4f4f4fu;
+    t.where = device::gpu;
+    return t;
+  }
+
+  void launch(task_node* t) {
+    const unsigned si = _next_stream++ % static_cast<unsigned>(_streams.size());
+    cudaStream_t s = _streams[si];
+    t->stream = si;
+    cudaEvent_t start = _tracing ? new_event() : nullptr;
+    cudaEvent_t end = nullptr;
+    try {
+      end = new_event();
+      if (!t->seq->cancelled.load(std::memory_order_acquire)) {
+        for (auto& [h, mode] : t->accesses) {
+          ensure_device(h, s);
+          if (mode != access::write) {
+            if (cudaEvent_t ready = to_device(h, t->id)) check(cudaStreamWaitEvent(s, ready, 0), "cudaStreamWaitEvent");
+          }
+        }
+      }
+    } catch (...) {
+      _rt.record_error(*t->seq, std::current_exception());
+    }
+    if (start) cudaEventRecord(start, s);
+    const bool ran = _rt.run_body(t, _rt.workers);  // the body enqueues on s
+    if (end) cudaEventRecord(end, s);
+    if (start && end) {
+      trace_task rec;
+      rec.id = t->id;
+      rec.label = t->label.empty() ? std::string("gpu task") : t->label;
+      rec.color = t->color;
+      rec.priority = t->priority;
+      rec.where = device::gpu;
+      rec.skipped = !ran;
+      std::lock_guard lock(_mutex);
+      _records.push_back({std::move(rec), static_cast<int>(si), start, end});
+    }
+    _launched.push_back({t, end});
+  }
+
+  void prepare_cpu(task_node* t) {
+    waiting w{t, {}};
+    try {
+      if (!t->seq->cancelled.load(std::memory_order_acquire))
+        for (auto& [h, mode] : t->accesses) {
+          if (mode == access::write) {
+            continue;
+          }
+          if (cudaEvent_t e = to_host(h, t->id)) w.events.push_back(e);
+        }
+    } catch (...) {
+      _rt.record_error(*t->seq, std::current_exception());
+    }
+    _waiting.push_back(std::move(w));
+  }
+
+  void finish_gpu(task_node* t) {
+    for (handle_state* h : t->written) {
+      copy_state& c = h->copies;
+      c.device_valid = true;
+      c.host_valid = false;
+      c.h2d_done = c.d2h_done = nullptr;
+    }
+    _rt.complete(t);
+  }
+
+  // Returns true when it did something.
+  bool poll() {
+    bool progress = false;
+    for (std::size_t i = 0; i < _launched.size();) {
+      const cudaError_t e = _launched[i].end ? cudaEventQuery(_launched[i].end) : cudaSuccess;
+      if (e == cudaErrorNotReady) {
+        ++i;
+        continue;
+      }
+      task_node* t = _launched[i].task;
+      if (e != cudaSuccess) {
+        cudaGetLastError();
+        _rt.record_error(*t->seq, std::make_exception_ptr(std::runtime_error(
+                                      std::string("tessera GPU task failed: ") + cudaGetErrorString(e))));
+      }
+      _launched[i] = _launched.back();
+      _launched.pop_back();
+      finish_gpu(t);
+      progress = true;
+    }
+    for (std::size_t i = 0; i < _waiting.size();) {
+      bool ready = true;
+      for (cudaEvent_t e : _waiting[i].events) {
+        const cudaError_t q = cudaEventQuery(e);
+        if (q == cudaErrorNotReady) {
+          ready = false;
+          break;
+        }
+        if (q != cudaSuccess) {
+          cudaGetLastError();
+          _rt.record_error(*_waiting[i].task->seq, std::make_exception_ptr(std::runtime_error(
+                                                       std::string("tessera copy to host failed: ") + cudaGetErrorString(q))));
+        }
+      }
+      if (!ready) {
+        ++i;
+        continue;
+      }
+      task_node* t = _waiting[i].task;
+      _waiting[i] = std::move(_waiting.back());
+      _waiting.pop_back();
+      _rt.make_ready_cpu(t);
+      progress = true;
+    }
+    return progress;
+  }
+
+  void loop() {
+    cudaSetDevice(_device);
+    std::vector<task_node*> batch;
+    for (;;) {
+      {
+        std::unique_lock lock(_mutex);
+        if (_launched.empty() && _waiting.empty())
+          _wake.wait(lock, [&] { return _stop || !_incoming.empty(); });
+        if (_stop && _incoming.empty() && _launched.empty() && _waiting.empty()) return;
+        batch.swap(_incoming);
+      }
+      for (task_node* t : batch) {
+        if (t->where == device::gpu) launch(t);
+        else prepare_cpu(t);
+      }
+      batch.clear();
+      if (!poll() && (!_launched.empty() || !_waiting.empty())) {
+        // Work on the device: check again soon, or as soon as new tasks arrive.
+        std::unique_lock lock(_mutex);
+        _wake.wait_for(lock, std::chrono::microseconds(5), [&] { return _stop || !_incoming.empty(); });
+      }
+    }
+  }
+
+  runtime_impl& _rt;
+  int _device;
+  std::vector<cudaStream_t> _streams;
+  std::vector<cublasHandle_t> _blas;
+  cudaStream_t _h2d = nullptr, _d2h = nullptr;
+  unsigned _next_stream = 0;
+  std::vector<void*> _pooled;
+  std::vector<cudaEvent_t> _events;
+
+  mutable std::mutex _mutex;
+  std::condition_variable _wake;
+  std::vector<task_node*> _incoming;
+  bool _stop = false;
+  transfer_stats _stats;
+
+  std::vector<launched> _launched;  // GPU thread only
+  std::vector<waiting> _waiting;    // GPU thread only
+
+  bool _tracing = false;
+  cudaEvent_t _origin = nullptr;
+  std::uint64_t _origin_host_ns = 0;
+  std::uint64_t _copy_ids = 0;
+  std::vector<record> _records;
+  std::thread _thread;
+};
+
+}  // namespace
+
+bool gpu_backend::available() noexcept {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return n > 0;
+}
+
+std::unique_ptr<gpu_backend> gpu_backend::create(runtime_impl& rt, unsigned streams, int device) {
+  if (!available()) throw std::runtime_error("tessera::runtime: gpu_streams > 0 but there is no CUDA device");
+  return std::make_unique<cuda_backend>(rt, streams, device);
+}
+
+}  // namespace tessera::detail
+
+#else  // built without CUDA
+
+namespace tessera::detail {
+bool gpu_backend::available() noexcept { return false; }
+std::unique_ptr<gpu_backend> gpu_backend::create(runtime_impl&, unsigned, int) {
+  throw std::runtime_error("tessera::runtime: gpu_streams > 0 but Tessera was built without CUDA");
+}
+}  // namespace tessera::detail
+
+#endif

@@ -1,0 +1,38 @@
+#pragma once
+// The GPU backend's interface to the runtime core. One thread (the GPU thread) launches GPU task
+// bodies on a pool of streams, issues host<->device copies on two copy streams, and completes
+// tasks when their CUDA events fire, so CPU workers never block on the device.
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "tessera/sched/runtime.hpp"
+
+namespace tessera::detail {
+
+struct runtime_impl;
+struct task_node;
+struct handle_state;
+
+class gpu_backend {
+ public:
+  static bool available() noexcept;
+  static std::unique_ptr<gpu_backend> create(runtime_impl& rt, unsigned streams, int device);
+  virtual ~gpu_backend() = default;
+
+  // A ready task that is a GPU task, or a CPU task that may need host copies first.
+  virtual void submit(task_node* t) = 0;
+  // A CPU task wrote h: the host copy is now the only current one.
+  virtual void cpu_wrote(handle_state* h) = 0;
+  virtual void place(handle_state* h, void* device, std::size_t pitch) = 0;
+  virtual transfer_stats stats() const = 0;
+  virtual void* stream(unsigned i) const = 0;
+  virtual void* blas(unsigned i) const = 0;
+  virtual unsigned streams() const = 0;
+  // Trace records of GPU tasks and copies; tracks numbered from first_track.
+  virtual void take_trace(std::vector<trace_task>& out, std::vector<std::string>& tracks, int first_track,
+                          std::uint64_t origin_ns) = 0;
+  virtual void start_trace() = 0;
+};
+
+}  // namespace tessera::detail

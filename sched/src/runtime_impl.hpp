@@ -1,0 +1,134 @@
+#pragma once
+// The runtime core's state, shared by runtime.cpp and the GPU backend. Not installed.
+#include <spdlog/spdlog.h>
+
+#include <oneapi/tbb/task_arena.h>
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <queue>
+#include <vector>
+
+#include "detail.hpp"
+#include "gpu_backend.hpp"
+#include "tessera/sched/runtime.hpp"
+
+namespace tessera::detail {
+
+// Ready tasks: a FIFO for the common priority 0, a heap for the others, so that the usual case
+// costs a deque push/pop and priorities still order what they must.
+class ready_queue {
+ public:
+  void push(task_node* t) {
+    std::lock_guard lock(_lock);
+    if (t->priority == 0) _fifo.push_back(t);
+    else _heap.push(t);
+    _size.fetch_add(1, std::memory_order_release);
+  }
+  task_node* pop() {
+    if (_size.load(std::memory_order_acquire) == 0) return nullptr;
+    std::lock_guard lock(_lock);
+    task_node* t = nullptr;
+    if (!_heap.empty() && (_heap.top()->priority > 0 || _fifo.empty())) {
+      t = _heap.top();
+      _heap.pop();
+    } else if (!_fifo.empty()) {
+      t = _fifo.front();
+      _fifo.pop_front();
+    }
+    if (t) _size.fetch_sub(1, std::memory_order_relaxed);
+    return t;
+  }
+  bool empty() const { return _size.load(std::memory_order_acquire) == 0; }
+
+ private:
+  struct later {
+    bool operator()(const task_node* a, const task_node* b) const {
+      return a->priority != b->priority ? a->priority < b->priority : a->id > b->id;
+    }
+  };
+  spinlock _lock;
+  std::atomic<std::size_t> _size{0};
+  std::deque<task_node*> _fifo;
+  std::priority_queue<task_node*, std::vector<task_node*>, later> _heap;
+};
+
+struct worker_state {
+  ready_queue mailbox;              // tasks whose locality hint names this worker
+  std::unique_ptr<std::byte[]> scratch;
+  std::size_t scratch_size = 0;
+  std::vector<trace_task> trace;    // this worker's finished tasks, while tracing
+};
+
+struct runtime_impl {
+  explicit runtime_impl(const runtime_options& options);
+  ~runtime_impl();
+
+  // --- insertion (one thread) ---
+  task_node* new_task();
+  void add_access(task_node* t, handle_state* h, access mode);
+  void link(task_node* pred, task_node* succ, hazard kind);
+  void submit(task_node* t);
+  // --- execution ---
+  void make_ready(task_node* t);
+  void spawn_runner();
+  void runner_loop();
+  task_node* pop_for(unsigned worker);
+  void execute(task_node* t, unsigned worker);
+  void complete(task_node* t);
+  void release(task_node* t);
+  bool help_once();  // the inserting thread runs one ready task, if any
+  template <class Done>
+  void help_until(Done done);
+  void make_ready_cpu(task_node* t);
+  bool run_body(task_node* t, unsigned worker);  // false when skipped (cancelled sequence)
+  // --- waiting and errors ---
+  void wait_all();
+  void wait(sequence_state& s);
+  void record_error(sequence_state& s, std::exception_ptr e);
+  unsigned current_worker() const;
+  void* scratch(unsigned worker, task_node* t, std::size_t i);
+  void enable_trace(bool on);
+  const trace_data& trace();
+
+  unsigned workers;
+  std::size_t window;
+  std::shared_ptr<spdlog::logger> log;
+  bool log_debug;
+
+  std::unique_ptr<tbb::task_arena> arena;
+  std::unique_ptr<gpu_backend> gpu;
+  std::vector<std::unique_ptr<worker_state>> worker_states;
+  ready_queue ready;
+  std::atomic<unsigned> active_runners{0};
+  unsigned max_runners;
+
+  std::atomic<std::size_t> in_flight{0};
+  std::atomic<int> waiters{0};
+  std::uint64_t next_id = 0;
+  task_node* open_builder = nullptr;
+
+  std::deque<handle_state> handles;
+  std::shared_ptr<sequence_state> default_sequence = std::make_shared<sequence_state>();
+  std::vector<std::shared_ptr<sequence_state>> sequences;  // those made by make_sequence
+
+  std::mutex errors_mutex;
+  std::vector<sequence_state*> failed;  // sequences with an unreported error, in failure order
+
+  // Node pool: nodes keep their vectors' capacity across reuse.
+  spinlock pool_lock;
+  std::vector<task_node*> pool_shared;  // returned by any thread
+  std::vector<task_node*> pool_local;   // taken by the inserting thread
+  std::vector<std::unique_ptr<task_node>> all_nodes;
+
+  // Tracing.
+  std::atomic<bool> tracing{false};
+  std::uint64_t trace_origin_ns = 0;
+  std::vector<trace_edge> trace_edges;   // inserting thread only
+  trace_data merged;
+  bool merged_valid = false;
+};
+
+}  // namespace tessera::detail

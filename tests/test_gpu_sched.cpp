@@ -1,0 +1,170 @@
+// The scheduler's GPU backend: GPU tasks on streams, dependencies both ways, copies of the datum
+// that moved, traces. Skips where there is no CUDA device.
+#include <doctest/doctest.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include "tessera/sched.hpp"
+#include "tessera/sched/cuda.hpp"
+#include "test_util.hpp"
+
+namespace {
+const bool skip_without_device = [] {
+  if (!tessera::runtime::gpu_available()) {
+    std::printf("skipped: no CUDA device\n");
+    std::exit(77);
+  }
+  return true;
+}();
+
+// x := alpha * x on the GPU, through the task's cuBLAS handle (bound to its stream).
+void gpu_scale(tessera::task_context& ctx, tessera::handle h, int n, double alpha) {
+  double* d = tessera::device_ptr<double>(ctx, h);
+  if (cublasDscal(tessera::blas_of(ctx), n, &alpha, d, 1) != CUBLAS_STATUS_SUCCESS)
+    throw std::runtime_error("cublasDscal failed");
+}
+}  // namespace
+
+TEST_CASE("CPU -> GPU -> CPU chains see each other's writes, and only the moving data travels") {
+  (void)skip_without_device;
+  constexpr int n = 1000;
+  for (unsigned workers : {1u, 3u}) {
+    tessera::runtime rt({.workers = workers, .gpu_streams = 2});
+    std::vector<double> x(n, 0), y(n, 0);
+    auto hx = rt.register_data(x.data(), n * sizeof(double));
+    auto hy = rt.register_data(y.data(), n * sizeof(double));
+    rt.task([&] { for (int i = 0; i < n; ++i) x[i] = i; }).write(hx).submit();
+    rt.task([hx](tessera::task_context& ctx) { gpu_scale(ctx, hx, n, 2.0); }).on(tessera::device::gpu).read_write(hx).submit();
+    rt.task([hx](tessera::task_context& ctx) { gpu_scale(ctx, hx, n, 3.0); }).on(tessera::device::gpu).read_write(hx).submit();
+    double seen = -1;
+    rt.task([&] { seen = x[7]; for (int i = 0; i < n; ++i) y[i] = x[i] + 1; }).read(hx).write(hy).submit();
+    rt.task([hy](tessera::task_context& ctx) { gpu_scale(ctx, hy, n, -1.0); }).on(tessera::device::gpu).read_write(hy).submit();
+    rt.task([&] {}).read(hy).submit();  // brings y home
+    rt.wait_all();
+    CHECK(seen == doctest::Approx(42.0));
+    for (int i = 0; i < n; ++i) REQUIRE(y[i] == doctest::Approx(-(6.0 * i + 1)));
+    const auto st = rt.transfers();
+    CHECK(st.h2d_copies == 2);  // x once, y once
+    CHECK(st.d2h_copies == 2);  // x for the CPU reader, y at the end
+    CHECK(st.h2d_bytes == 2 * n * sizeof(double));
+  }
+}
+
+TEST_CASE("random CPU/GPU programs equal sequential execution") {
+  const auto seed = tessera::testing::seed();
+  std::mt19937_64 rng(seed);
+  constexpr int len = 64, data = 6;
+  tessera::runtime rt({.workers = 3, .gpu_streams = 3});
+  for (int program = 0; program < 60; ++program) {
+    std::vector<std::vector<double>> v(data, std::vector<double>(len)), ref(data, std::vector<double>(len));
+    std::vector<tessera::handle> h(data);
+    for (int d = 0; d < data; ++d) {
+      for (int i = 0; i < len; ++i) v[d][i] = ref[d][i] = d + i * 0.001;
+      h[d] = rt.register_data(v[d].data(), len * sizeof(double));
+    }
+    const int tasks = 5 + static_cast<int>(rng() % 40);
+    for (int t = 0; t < tasks; ++t) {
+      const int d = static_cast<int>(rng() % data), s = static_cast<int>(rng() % data);
+      const double alpha = 1.0 + static_cast<double>(rng() % 3) * 0.5;
+      if (rng() % 2) {  // GPU: v[d] *= alpha
+        for (auto& e : ref[d]) e *= alpha;
+        rt.task([hd = h[d], alpha](tessera::task_context& ctx) { gpu_scale(ctx, hd, len, alpha); })
+            .on(tessera::device::gpu)
+            .read_write(h[d])
+            .submit();
+      } else if (d != s) {  // CPU: v[d] += v[s]
+        for (int i = 0; i < len; ++i) ref[d][i] += ref[s][i];
+        rt.task([&v, d, s] { for (int i = 0; i < len; ++i) v[d][i] += v[s][i]; }).read(h[s]).read_write(h[d]).submit();
+      }
+    }
+    for (int d = 0; d < data; ++d) rt.task([] {}).read(h[d]).submit();
+    rt.wait_all();
+    bool same = true;
+    for (int d = 0; d < data; ++d)
+      for (int i = 0; i < len; ++i) same = same && std::abs(v[d][i] - ref[d][i]) <= 1e-12 * std::abs(ref[d][i]);
+    CHECK_MESSAGE(same, "program " << program << " (TESSERA_SEED=" << seed << ")");
+  }
+}
+
+TEST_CASE("strided data placed inside one device matrix") {
+  // A 6x4 column-major host tile (ld 8) placed at rows 2.. of a 16 x 4 device matrix.
+  tessera::runtime rt({.workers = 2, .gpu_streams = 1});
+  std::vector<double> host(8 * 4, -7.0);
+  for (int j = 0; j < 4; ++j)
+    for (int i = 0; i < 6; ++i) host[i + j * 8] = i + 10 * j;
+  double* dmat = nullptr;
+  REQUIRE(cudaMalloc(&dmat, 16 * 4 * sizeof(double)) == cudaSuccess);
+  REQUIRE(cudaMemset(dmat, 0, 16 * 4 * sizeof(double)) == cudaSuccess);
+  auto h = rt.register_data(host.data(), 6 * sizeof(double), 4, 8 * sizeof(double));
+  rt.place_on_device(h, dmat + 2, 16 * sizeof(double));
+  rt.task([h](tessera::task_context& ctx) {
+      double* d = tessera::device_ptr<double>(ctx, h);
+      const int ld = static_cast<int>(ctx.device_pitch(h) / sizeof(double));
+      const double two = 2.0;
+      for (int j = 0; j < 4; ++j) cublasDscal(tessera::blas_of(ctx), 6, &two, d + j * ld, 1);
+    })
+      .on(tessera::device::gpu)
+      .read_write(h)
+      .submit();
+  rt.task([] {}).read(h).submit();
+  rt.wait_all();
+  std::vector<double> back(16 * 4);
+  REQUIRE(cudaMemcpy(back.data(), dmat, back.size() * sizeof(double), cudaMemcpyDeviceToHost) == cudaSuccess);
+  for (int j = 0; j < 4; ++j) {
+    for (int i = 0; i < 6; ++i) {
+      CHECK(host[i + j * 8] == 2.0 * (i + 10 * j));
+      CHECK(back[2 + i + j * 16] == 2.0 * (i + 10 * j));
+    }
+    CHECK(host[6 + j * 8] == -7.0);  // the pitch gap is not touched
+    CHECK(back[j * 16] == 0.0);
+  }
+  cudaFree(dmat);
+}
+
+TEST_CASE("GPU errors reach wait_all: a throwing GPU body, out of device memory; the runtime stays usable") {
+  tessera::runtime rt({.workers = 2, .gpu_streams = 1});
+  std::vector<char> small(16);
+  auto h = rt.register_data(small.data(), 16);
+  rt.task([] { throw std::runtime_error("gpu body failed"); }).on(tessera::device::gpu).write(h).submit();
+  CHECK_THROWS_WITH(rt.wait_all(), "gpu body failed");
+  // A datum that claims 2^50 bytes: the pool cannot hold it.
+  auto huge = rt.register_data(small.data(), std::size_t(1) << 40, 1024, std::size_t(1) << 40);
+  bool ran = false;
+  rt.task([&] { ran = true; }).on(tessera::device::gpu).write(huge).submit();
+  CHECK_THROWS_WITH_AS(rt.wait_all(), doctest::Contains("out of device memory"), std::runtime_error);
+  CHECK_FALSE(ran);
+  double x = 1;
+  auto hx = rt.register_data(&x, sizeof x);
+  rt.task([hx](tessera::task_context& ctx) { gpu_scale(ctx, hx, 1, 5.0); }).on(tessera::device::gpu).read_write(hx).submit();
+  rt.task([] {}).read(hx).submit();
+  rt.wait_all();
+  CHECK(x == 5.0);
+}
+
+TEST_CASE("traces show GPU streams and copy engines as tracks") {
+  tessera::runtime rt({.workers = 2, .trace = true, .gpu_streams = 2});
+  std::vector<double> x(4096, 1.0);
+  auto hx = rt.register_data(x.data(), x.size() * sizeof(double));
+  rt.task([] {}).write(hx).label("cpu").submit();
+  rt.task([hx](tessera::task_context& ctx) { gpu_scale(ctx, hx, 4096, 2.0); }).on(tessera::device::gpu).read_write(hx).label("gpu").submit();
+  rt.task([] {}).read(hx).label("cpu").submit();
+  rt.wait_all();
+  const auto& tr = rt.trace();
+  int gpu_tasks = 0, copies = 0;
+  for (const auto& t : tr.tasks) {
+    REQUIRE(t.track < static_cast<int>(tr.tracks.size()));
+    if (t.label == "gpu") ++gpu_tasks;
+    if (t.label.rfind("H2D", 0) == 0 || t.label.rfind("D2H", 0) == 0) ++copies;
+    CHECK(t.end_us >= t.start_us);
+  }
+  CHECK(gpu_tasks == 1);
+  CHECK(copies == 2);
+  CHECK(tr.tracks.size() == 2 + 2 + 2);
+}
