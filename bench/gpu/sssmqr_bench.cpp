@@ -1,0 +1,450 @@
+// tessera_sssmqr_bench: the aggregated GPU update of hybrid tile QR (gpu_sssmqr) at the trailing
+// sizes of a factorization of an n x n matrix, beside cuBLAS GEMM 8192^3 measured in the same run.
+//
+// Step k of tile QR (nb x nb tiles, mt = ceil(n / nb)) applies the mt-k-1 TSQRTs of tile column k
+// to the trailing matrix: rows = n - (k+1) nb below tile row k, cols = n - (k+1) nb. Flops are
+// LAWN 41's count for TPMQRT with l = 0: 4 * m_i * kk * cols per TSQRT applied, i.e.
+// 4 * rows * kk * cols per step (the prepare step's V^T V and full T are not counted).
+// Times are medians of --runs CUDA-event timings after one warm-up, one step per timing.
+//
+// Modes: the default measures a few steps (--steps) with every variant (gpu_sssmqr, its
+// prepare/apply parts, the ib-blocked baseline, --explore: other formulations of the apply);
+// --all-steps times gpu_sssmqr at every k (the per-step rate of the seed's Figure 7b).
+// --json prints one JSON object per line instead of tables.
+#include <algorithm>
+#include <cstdio>
+#include <cmath>
+#include <cstdlib>
+#include <numeric>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <tessera/kernels_gpu.hpp>
+
+#include "fill.hpp"
+
+#define LAPACK_COMPLEX_CPP
+#include <lapacke.h>
+
+namespace {
+
+using namespace tessera::kernels;
+
+void cuda_ok(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+}
+void cublas_ok(cublasStatus_t s, const char* what) {
+  if (s != CUBLAS_STATUS_SUCCESS)
+    throw std::runtime_error(std::string(what) + ": " + cublasGetStatusString(s));
+}
+
+template <class T>
+struct dev {
+  T* p = nullptr;
+  std::size_t n = 0;
+  explicit dev(std::size_t elems) : n(std::max<std::size_t>(elems, 1)) {
+    cuda_ok(cudaMalloc(&p, n * sizeof(T)), "cudaMalloc");
+  }
+  ~dev() { cudaFree(p); }
+  dev(const dev&) = delete;
+  dev& operator=(const dev&) = delete;
+};
+
+struct gpu {
+  cublasHandle_t h = nullptr;
+  cudaStream_t s = nullptr;
+  cudaEvent_t e0 = nullptr, e1 = nullptr;
+  gpu() {
+    cuda_ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+    cublas_ok(cublasCreate(&h), "cublasCreate");
+    cublas_ok(cublasSetStream(h, s), "cublasSetStream");
+    // No TF32 for SGEMM: the float results must be float arithmetic.
+    cublas_ok(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+    cuda_ok(cudaEventCreate(&e0), "cudaEventCreate");
+    cuda_ok(cudaEventCreate(&e1), "cudaEventCreate");
+  }
+  ~gpu() {
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    cublasDestroy(h);
+    cudaStreamDestroy(s);
+  }
+  // Median milliseconds of `runs` timings of f() on the stream, after one warm-up.
+  template <class F>
+  double median_ms(int runs, F&& f) {
+    f();
+    cuda_ok(cudaStreamSynchronize(s), "warm-up");
+    std::vector<double> t;
+    for (int r = 0; r < runs; ++r) {
+      cuda_ok(cudaEventRecord(e0, s), "cudaEventRecord");
+      f();
+      cuda_ok(cudaEventRecord(e1, s), "cudaEventRecord");
+      cuda_ok(cudaEventSynchronize(e1), "cudaEventSynchronize");
+      float ms = 0;
+      cuda_ok(cudaEventElapsedTime(&ms, e0, e1), "cudaEventElapsedTime");
+      t.push_back(ms);
+    }
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+  }
+};
+
+// --- precision helpers ----------------------------------------------------------------------
+cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                    int k, float alpha, const float* A, int lda, const float* B, int ldb,
+                    float beta, float* C, int ldc) {
+  return cublasSgemm(h, ta, tb, m, n, k, &alpha, A, lda, B, ldb, &beta, C, ldc);
+}
+cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                    int k, double alpha, const double* A, int lda, const double* B, int ldb,
+                    double beta, double* C, int ldc) {
+  return cublasDgemm(h, ta, tb, m, n, k, &alpha, A, lda, B, ldb, &beta, C, ldc);
+}
+int tpqrt(int m, int n, int nb, float* a, int lda, float* b, int ldb, float* t, int ldt) {
+  return LAPACKE_stpqrt(LAPACK_COL_MAJOR, m, n, 0, nb, a, lda, b, ldb, t, ldt);
+}
+int tpqrt(int m, int n, int nb, double* a, int lda, double* b, int ldb, double* t, int ldt) {
+  return LAPACKE_dtpqrt(LAPACK_COL_MAJOR, m, n, 0, nb, a, lda, b, ldb, t, ldt);
+}
+template <class T> constexpr const char* letter() { return sizeof(T) == 8 ? "d" : "s"; }
+template <class T> constexpr const char* gemm_name() { return sizeof(T) == 8 ? "DGEMM" : "SGEMM"; }
+
+struct options {
+  int n = 32768, nb = 256, ib = 32, runs = 5, gemm_size = 8192;
+  std::string precision = "both";
+  std::vector<int> steps;
+  bool all_steps = false, json = false, blocked = true, explore = false;
+};
+
+// --- explored alternatives (--explore), on gpu_sssmqr_prepare's factors Z_i = [T^T; V T^T] -------
+cublasStatus_t trmm_lower(cublasHandle_t h, int m, int n, const float* L, int ldl, float* B,
+                          int ldb) {
+  const float one = 1;
+  return cublasStrmm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT,
+                     m, n, &one, L, ldl, B, ldb, B, ldb);
+}
+cublasStatus_t trmm_lower(cublasHandle_t h, int m, int n, const double* L, int ldl, double* B,
+                          int ldb) {
+  const double one = 1;
+  return cublasDtrmm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT,
+                     m, n, &one, L, ldl, B, ldb, B, ldb);
+}
+cublasStatus_t geam(cublasHandle_t h, int m, int n, float a, const float* A, int lda, float b,
+                    const float* B, int ldb, float* C, int ldc) {
+  return cublasSgeam(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, &a, A, lda, &b, B, ldb, C, ldc);
+}
+cublasStatus_t geam(cublasHandle_t h, int m, int n, double a, const double* A, int lda, double b,
+                    const double* B, int ldb, double* C, int ldc) {
+  return cublasDgeam(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, &a, A, lda, &b, B, ldb, C, ldc);
+}
+
+// form 0: W = A1 + V^T A2; A1 -= T^T W; A2 -= (V T^T) W as three separate GEMMs (the library
+// batches the last two). form 1: the textbook W = T^T W by TRMM, A1 -= W by GEAM, A2 -= V W.
+template <class T>
+void explore_apply(int form, int count, int nb, int m_last, int n, int kk, T* A1, int lda1, T* A2,
+                   int lda2, const T* V, int ldv, const T* Z, T* W, cublasHandle_t h,
+                   cudaStream_t s) {
+  const int ldz = kk + nb;
+  for (int i = 0; i < count; ++i) {
+    const int mi = i + 1 < count ? nb : m_last;
+    T* A2i = A2 + std::size_t(i) * nb;
+    const T* Zi = Z + std::size_t(i) * ldz * kk;
+    cuda_ok(cudaMemcpy2DAsync(W, sizeof(T) * kk, A1, sizeof(T) * lda1, sizeof(T) * kk, n,
+                              cudaMemcpyDeviceToDevice, s),
+            "explore copy");
+    cublas_ok(gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, kk, n, mi, T(1), V + std::size_t(i) * nb, ldv, A2i,
+                   lda2, T(1), W, kk),
+              "explore gemm W");
+    if (form == 0) {
+      cublas_ok(gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, kk, n, kk, T(-1), Zi, ldz, W, kk, T(1), A1, lda1),
+                "explore gemm A1");
+      cublas_ok(gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, mi, n, kk, T(-1), Zi + kk, ldz, W, kk, T(1), A2i,
+                     lda2),
+                "explore gemm A2");
+    } else {
+      cublas_ok(trmm_lower(h, kk, n, Zi, ldz, W, kk), "explore trmm");
+      cublas_ok(geam(h, kk, n, T(1), A1, lda1, T(-1), W, kk, A1, lda1), "explore geam");
+      cublas_ok(gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, mi, n, kk, T(-1), V + std::size_t(i) * nb, ldv, W,
+                     kk, T(1), A2i, lda2),
+                "explore gemm A2");
+    }
+  }
+}
+
+template <class T>
+double rel_diff(const std::vector<T>& a, const std::vector<T>& b) {
+  double d = 0, s = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    d += (double(a[i]) - double(b[i])) * (double(a[i]) - double(b[i]));
+    s += double(b[i]) * double(b[i]);
+  }
+  return std::sqrt(d / std::max(s, 1e-300));
+}
+
+template <class T>
+void run_precision(const options& o, gpu& g) {
+  const int N = o.n, nb = o.nb, mt = (N + nb - 1) / nb;
+  const int ibl = std::min(o.ib, nb);
+
+  // cuBLAS GEMM gemm_size^3 in the same run: the rate the update is measured against.
+  double gemm_gflops = 0;
+  if (o.gemm_size > 0) {
+    const int s = o.gemm_size;
+    dev<T> a(std::size_t(s) * s), b(std::size_t(s) * s), c(std::size_t(s) * s);
+    tessera::bench::fill_uniform(a.p, a.n, 1, g.s);
+    tessera::bench::fill_uniform(b.p, b.n, 2, g.s);
+    tessera::bench::fill_uniform(c.p, c.n, 3, g.s);
+    const double ms = g.median_ms(o.runs, [&] {
+      cublas_ok(gemm(g.h, CUBLAS_OP_N, CUBLAS_OP_N, s, s, s, T(1), a.p, s, b.p, s, T(0), c.p, s),
+                "gemm");
+    });
+    gemm_gflops = 2.0 * s * double(s) * s / (ms * 1e6);
+    if (o.json)
+      std::printf("{\"bench\":\"gemm\",\"precision\":\"%s\",\"size\":%d,\"time_ms\":%.4f,"
+                  "\"gflops\":%.1f}\n", letter<T>(), s, ms, gemm_gflops);
+    else
+      std::printf("cuBLAS %s %d^3: %.3f ms, %.0f GFLOP/s (median of %d)\n", gemm_name<T>(), s, ms,
+                  gemm_gflops, o.runs);
+  }
+
+  // The trailing matrix (n x n, ld n), the panel of V tiles (n x nb, ld n) and packed T tiles.
+  // V and T come from one real TPQRT, replicated: each Q_i is orthogonal, so repeated timings
+  // neither grow nor shrink the data.
+  dev<T> A(std::size_t(N) * N), P(std::size_t(N) * nb), Tt(std::size_t(ibl) * nb * mt);
+  tessera::bench::fill_uniform(A.p, A.n, 4, g.s);
+  {
+    std::mt19937_64 r(5);
+    std::uniform_real_distribution<double> u(-1, 1);
+    std::vector<T> R(std::size_t(nb) * nb), V(std::size_t(nb) * nb), Tb(std::size_t(ibl) * nb);
+    for (auto& x : R) x = T(u(r));
+    for (auto& x : V) x = T(u(r));
+    if (tpqrt(nb, nb, ibl, R.data(), nb, V.data(), nb, Tb.data(), ibl) != 0)
+      throw std::runtime_error("LAPACKE tpqrt failed");
+    for (int i = 0; i < mt; ++i) {
+      const int mi = std::min(nb, N - i * nb);
+      cuda_ok(cudaMemcpy2D(P.p + std::size_t(i) * nb, sizeof(T) * N, V.data(), sizeof(T) * nb,
+                           sizeof(T) * mi, nb, cudaMemcpyHostToDevice),
+              "upload V");
+      cuda_ok(cudaMemcpy(Tt.p + std::size_t(i) * ibl * nb, Tb.data(), sizeof(T) * Tb.size(),
+                         cudaMemcpyHostToDevice),
+              "upload T");
+    }
+  }
+  cuda_ok(cudaStreamSynchronize(g.s), "setup");
+
+  // Workspace for the largest step (k = 0), reused by every step and variant.
+  const int max_count = mt - 1, max_cols = N - std::min(N, nb);
+  const std::size_t lwork =
+      std::max({gpu_sssmqr_workspace_size(max_count, nb, nb, max_cols),
+                gpu_sssmqr_blocked_workspace_size(nb, o.ib, max_cols)});
+  dev<T> work(lwork);
+
+  struct step { int k, kk, count, m_last, rows, cols; double flops; };
+  const auto make_step = [&](int k) {
+    step s{};
+    s.k = k;
+    s.kk = std::min(nb, N - k * nb);
+    s.count = mt - k - 1;
+    s.m_last = N - (mt - 1) * nb;
+    s.rows = N - (k + 1) * nb;
+    s.cols = N - (k + 1) * nb;
+    s.flops = 4.0 * s.rows * double(s.kk) * s.cols;
+    return s;
+  };
+  // Pointers of step k: A1 = tile (k, k+1), A2 = tile (k+1, k+1), V = panel rows below tile row k.
+  const auto A1 = [&](const step& s) { return A.p + std::size_t(s.k) * nb + std::size_t(s.k + 1) * nb * N; };
+  const auto A2 = [&](const step& s) { return A.p + std::size_t(s.k + 1) * nb + std::size_t(s.k + 1) * nb * N; };
+  const auto Vp = [&](const step& s) { return P.p + std::size_t(s.k + 1) * nb; };
+  const std::ptrdiff_t strideT = std::ptrdiff_t(ibl) * nb;
+
+  const auto sssmqr = [&](const step& s) {
+    gpu_sssmqr<T>(s.count, nb, s.m_last, s.cols, s.kk, o.ib, A1(s), N, A2(s), N, Vp(s), N, Tt.p,
+                  ibl, strideT, work.p, work.n, g.h);
+  };
+  const auto gflops = [](const step& s, double ms) { return s.flops / (ms * 1e6); };
+
+  if (o.all_steps) {
+    double total_ms = 0, total_flops = 0;
+    if (!o.json)
+      std::printf("\n%s: gpu_sssmqr at every step, n=%d nb=%d ib=%d (median of %d)\n"
+                  "%6s %7s %7s %10s %10s %8s\n", letter<T>(), N, nb, o.ib, o.runs, "k", "rows",
+                  "cols", "time_ms", "GFLOP/s", "of_gemm");
+    for (int k = 0; k + 1 < mt; ++k) {
+      const step s = make_step(k);
+      const double ms = g.median_ms(o.runs, [&] { sssmqr(s); });
+      total_ms += ms;
+      total_flops += s.flops;
+      if (o.json)
+        std::printf("{\"bench\":\"sssmqr_step\",\"precision\":\"%s\",\"n\":%d,\"nb\":%d,\"ib\":%d,"
+                    "\"k\":%d,\"rows\":%d,\"cols\":%d,\"time_ms\":%.4f,\"gflops\":%.1f}\n",
+                    letter<T>(), N, nb, o.ib, k, s.rows, s.cols, ms, gflops(s, ms));
+      else
+        std::printf("%6d %7d %7d %10.3f %10.0f %7.0f%%\n", k, s.rows, s.cols, ms, gflops(s, ms),
+                    gemm_gflops > 0 ? 100 * gflops(s, ms) / gemm_gflops : 0.0);  // 0%: --gemm 0
+    }
+    if (o.json)
+      std::printf("{\"bench\":\"sssmqr_total\",\"precision\":\"%s\",\"n\":%d,\"nb\":%d,\"ib\":%d,"
+                  "\"time_ms\":%.3f,\"gflops\":%.1f}\n", letter<T>(), N, nb, o.ib, total_ms,
+                  total_flops / (total_ms * 1e6));
+    else
+      std::printf("all steps: %.1f ms of GPU update, %.0f GFLOP/s overall\n", total_ms,
+                  total_flops / (total_ms * 1e6));
+    return;
+  }
+
+  std::vector<int> ks = o.steps;
+  if (ks.empty()) ks = {0, mt / 4, mt / 2, 3 * mt / 4, 7 * mt / 8};
+  ks.erase(std::remove_if(ks.begin(), ks.end(), [&](int k) { return k < 0 || k + 1 >= mt; }),
+           ks.end());
+  std::sort(ks.begin(), ks.end());
+  ks.erase(std::unique(ks.begin(), ks.end()), ks.end());
+
+  if (!o.json)
+    std::printf("\n%s: one step, n=%d nb=%d ib=%d (median of %d; GFLOP/s = 4 rows kk cols / time)\n"
+                "%5s %6s %6s %-22s %10s %10s %8s\n", letter<T>(), N, nb, o.ib, o.runs, "k", "rows",
+                "cols", "variant", "time_ms", "GFLOP/s", "of_gemm");
+  // The prepare row has no rate of its own: its time is part of the step's, not the update's flops.
+  const auto report = [&](const step& s, const std::string& variant, double ms,
+                          bool rated = true) {
+    const double rate = gflops(s, ms);
+    if (o.json) {
+      std::printf("{\"bench\":\"sssmqr\",\"precision\":\"%s\",\"n\":%d,\"nb\":%d,\"ib\":%d,"
+                  "\"k\":%d,\"rows\":%d,\"cols\":%d,\"variant\":\"%s\",\"time_ms\":%.4f",
+                  letter<T>(), N, nb, o.ib, s.k, s.rows, s.cols, variant.c_str(), ms);
+      if (rated) std::printf(",\"gflops\":%.1f", rate);
+      std::printf("}\n");
+    } else {
+      std::printf("%5d %6d %6d %-22s %10.3f", s.k, s.rows, s.cols, variant.c_str(), ms);
+      if (rated) std::printf(" %10.0f", rate);
+      else std::printf(" %10s", "-");
+      if (rated && gemm_gflops > 0) std::printf(" %7.0f%%\n", 100 * rate / gemm_gflops);
+      else std::printf(" %8s\n", "-");
+    }
+    std::fflush(stdout);
+  };
+  for (const int k : ks) {
+    const step s = make_step(k);
+    report(s, "sssmqr", g.median_ms(o.runs, [&] { sssmqr(s); }));
+    // Its two parts: the factors of every TSQRT (once per step), then the GEMM sweep.
+    T* factors = work.p;
+    const std::size_t fsize = gpu_sssmqr_factors_size(s.count, nb, s.kk);
+    T* rest = work.p + fsize;
+    const std::size_t lrest = work.n - fsize;
+    const auto prepare = [&] {
+      gpu_sssmqr_prepare<T>(s.count, nb, s.m_last, s.kk, o.ib, Vp(s), N, Tt.p, ibl, strideT,
+                            factors, rest, lrest, g.h);
+    };
+    report(s, "  prepare", g.median_ms(o.runs, prepare), false);
+    report(s, "  apply", g.median_ms(o.runs, [&] {
+             gpu_sssmqr_apply<T>(s.count, nb, s.m_last, s.cols, s.kk, A1(s), N, A2(s), N, Vp(s), N,
+                                 factors, rest, lrest, g.h);
+           }));
+    if (o.explore) {
+      prepare();
+      for (int form = 0; form < 2; ++form)
+        report(s, form == 0 ? "  apply, 3 GEMMs" : "  apply, TRMM+GEAM", g.median_ms(o.runs, [&] {
+                 explore_apply<T>(form, s.count, nb, s.m_last, s.cols, s.kk, A1(s), N, A2(s), N,
+                                  Vp(s), N, factors, rest, g.h, g.s);
+               }));
+    }
+    if (o.blocked)
+      report(s, "sssmqr_blocked (ib)", g.median_ms(o.runs, [&] {
+               gpu_sssmqr_blocked<T>(s.count, nb, s.m_last, s.cols, s.kk, o.ib, A1(s), N, A2(s),
+                                     N, Vp(s), N, Tt.p, ibl, strideT, work.p, work.n, g.h);
+             }));
+  }
+
+  if (o.explore) {
+    // The explored forms must compute what gpu_sssmqr computes: a small step on copies.
+    const step s = make_step(std::max(0, mt - 6));
+    const int rows = s.rows + nb, cols = std::min(s.cols, 1000);
+    std::vector<T> ref(std::size_t(rows) * cols), alt(ref.size());
+    dev<T> save(ref.size());
+    T* top = A1(s);
+    const auto copy = [&](T* dst, int ldd, const T* src, int lds, cudaMemcpyKind kind) {
+      cuda_ok(cudaMemcpy2DAsync(dst, sizeof(T) * ldd, src, sizeof(T) * lds, sizeof(T) * rows, cols,
+                                kind, g.s), "copy");
+      cuda_ok(cudaStreamSynchronize(g.s), "sync");
+    };
+    copy(save.p, rows, top, N, cudaMemcpyDeviceToDevice);
+    gpu_sssmqr<T>(s.count, nb, s.m_last, cols, s.kk, o.ib, A1(s), N, A2(s), N, Vp(s), N, Tt.p, ibl,
+                  strideT, work.p, work.n, g.h);
+    copy(ref.data(), rows, top, N, cudaMemcpyDeviceToHost);
+    T* factors = work.p;
+    T* rest = work.p + gpu_sssmqr_factors_size(s.count, nb, s.kk);
+    for (int form = 0; form < 2; ++form) {
+      copy(top, N, save.p, rows, cudaMemcpyDeviceToDevice);
+      gpu_sssmqr_prepare<T>(s.count, nb, s.m_last, s.kk, o.ib, Vp(s), N, Tt.p, ibl, strideT,
+                            factors, rest, work.n - gpu_sssmqr_factors_size(s.count, nb, s.kk),
+                            g.h);
+      explore_apply<T>(form, s.count, nb, s.m_last, cols, s.kk, A1(s), N, A2(s), N, Vp(s), N,
+                       factors, rest, g.h, g.s);
+      copy(alt.data(), rows, top, N, cudaMemcpyDeviceToHost);
+      std::printf("explore check: form %d vs gpu_sssmqr, rel. difference %.2e\n", form,
+                  rel_diff(alt, ref));
+    }
+  }
+}
+
+std::vector<int> parse_list(const std::string& s) {
+  std::vector<int> v;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) v.push_back(std::stoi(item));
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Aggregated SSSMQR update on the GPU (gpu_sssmqr) vs cuBLAS GEMM"};
+  options o;
+  std::string steps;
+  app.add_option("--n", o.n, "order of the simulated factorization")->check(CLI::PositiveNumber);
+  app.add_option("--nb", o.nb, "tile size")->check(CLI::PositiveNumber);
+  app.add_option("--ib", o.ib, "inner block size")->check(CLI::PositiveNumber);
+  app.add_option("--runs", o.runs, "timed runs per measurement (median)")->check(CLI::PositiveNumber);
+  app.add_option("--precision", o.precision, "d, s or both")->check(CLI::IsMember({"d", "s", "both"}));
+  app.add_option("--steps", steps, "comma-separated steps k to measure (default: 0, mt/4, mt/2, 3mt/4, 7mt/8)");
+  app.add_option("--gemm", o.gemm_size, "order of the cuBLAS GEMM baseline (0: none)")->check(CLI::NonNegativeNumber);
+  app.add_flag("--all-steps", o.all_steps, "time gpu_sssmqr at every step k (Figure 7b)");
+  app.add_flag("--json", o.json, "JSON lines instead of tables");
+  app.add_flag("--explore", o.explore, "also time other formulations of the apply step");
+  app.add_flag("!--no-blocked", o.blocked, "skip the ib-blocked baseline");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    o.steps = parse_list(steps);
+
+    int dev_id = 0;
+    cudaDeviceProp prop{};
+    cuda_ok(cudaGetDevice(&dev_id), "cudaGetDevice");
+    cuda_ok(cudaGetDeviceProperties(&prop, dev_id), "cudaGetDeviceProperties");
+    int runtime = 0, cublas_version = 0;
+    cuda_ok(cudaRuntimeGetVersion(&runtime), "cudaRuntimeGetVersion");
+    gpu g;
+    cublas_ok(cublasGetVersion(g.h, &cublas_version), "cublasGetVersion");
+    if (o.json)
+      std::printf("{\"bench\":\"machine\",\"gpu\":\"%s\",\"sms\":%d,\"memory_gib\":%.1f,"
+                  "\"cuda_runtime\":%d,\"cublas\":%d}\n", prop.name, prop.multiProcessorCount,
+                  double(prop.totalGlobalMem) / (1 << 30), runtime, cublas_version);
+    else
+      std::printf("GPU: %s, %d SMs, %.1f GiB; CUDA runtime %d, cuBLAS %d; math mode default (no "
+                  "TF32)\nflops per TSQRT applied: 4 * m_i * kk * cols (LAWN 41, TPMQRT l = 0)\n",
+                  prop.name, prop.multiProcessorCount, double(prop.totalGlobalMem) / (1 << 30),
+                  runtime, cublas_version);
+    if (o.precision != "s") run_precision<double>(o, g);
+    if (o.precision != "d") run_precision<float>(o, g);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tessera_sssmqr_bench: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

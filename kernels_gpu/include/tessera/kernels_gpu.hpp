@@ -1,0 +1,6 @@
+#pragma once
+// All GPU kernels of Tessera (cuBLAS-based): see tessera/kernels_gpu/common.hpp for conventions.
+#include <tessera/kernels_gpu/common.hpp>
+#include <tessera/kernels_gpu/gpu_ormqr.hpp>
+#include <tessera/kernels_gpu/gpu_sssmqr.hpp>
+#include <tessera/kernels_gpu/gpu_tsmqr.hpp>

@@ -1,0 +1,184 @@
+#include "engine.hpp"
+
+#include <cstdint>
+
+#include "check.hpp"
+
+namespace tessera::kernels::detail {
+
+// --- cuBLAS by precision ---------------------------------------------------------------------
+
+cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                    int k, float alpha, const float* A, int lda, const float* B, int ldb,
+                    float beta, float* C, int ldc) {
+  return cublasSgemm(h, ta, tb, m, n, k, &alpha, A, lda, B, ldb, &beta, C, ldc);
+}
+cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                    int k, double alpha, const double* A, int lda, const double* B, int ldb,
+                    double beta, double* C, int ldc) {
+  return cublasDgemm(h, ta, tb, m, n, k, &alpha, A, lda, B, ldb, &beta, C, ldc);
+}
+cublasStatus_t gemm_strided(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
+                            int n, int k, float alpha, const float* A, int lda, long long sa,
+                            const float* B, int ldb, long long sb, float beta, float* C, int ldc,
+                            long long sc, int batch) {
+  return cublasSgemmStridedBatched(h, ta, tb, m, n, k, &alpha, A, lda, sa, B, ldb, sb, &beta, C,
+                                   ldc, sc, batch);
+}
+cublasStatus_t gemm_strided(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
+                            int n, int k, double alpha, const double* A, int lda, long long sa,
+                            const double* B, int ldb, long long sb, double beta, double* C,
+                            int ldc, long long sc, int batch) {
+  return cublasDgemmStridedBatched(h, ta, tb, m, n, k, &alpha, A, lda, sa, B, ldb, sb, &beta, C,
+                                   ldc, sc, batch);
+}
+cublasStatus_t trmm_upper_left(cublasHandle_t h, cublasOperation_t t, int m, int n, float alpha,
+                               const float* T, int ldt, const float* B, int ldb, float* C,
+                               int ldc) {
+  return cublasStrmm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, t, CUBLAS_DIAG_NON_UNIT, m, n,
+                     &alpha, T, ldt, B, ldb, C, ldc);
+}
+cublasStatus_t trmm_upper_left(cublasHandle_t h, cublasOperation_t t, int m, int n, double alpha,
+                               const double* T, int ldt, const double* B, int ldb, double* C,
+                               int ldc) {
+  return cublasDtrmm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, t, CUBLAS_DIAG_NON_UNIT, m, n,
+                     &alpha, T, ldt, B, ldb, C, ldc);
+}
+cublasStatus_t geam(cublasHandle_t h, int m, int n, float alpha, const float* A, int lda,
+                    float beta, const float* B, int ldb, float* C, int ldc) {
+  return cublasSgeam(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, &alpha, A, lda, &beta, B, ldb, C, ldc);
+}
+cublasStatus_t geam(cublasHandle_t h, int m, int n, double alpha, const double* A, int lda,
+                    double beta, const double* B, int ldb, double* C, int ldc) {
+  return cublasDgeam(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, &alpha, A, lda, &beta, B, ldb, C, ldc);
+}
+
+host_pointer_mode::host_pointer_mode(const char* kernel, cublasHandle_t h) : _handle(h) {
+  check(kernel, "cublasGetPointerMode", cublasGetPointerMode(h, &_saved));
+  if (_saved != CUBLAS_POINTER_MODE_HOST)
+    check(kernel, "cublasSetPointerMode", cublasSetPointerMode(h, CUBLAS_POINTER_MODE_HOST));
+}
+
+host_pointer_mode::~host_pointer_mode() {
+  if (_saved != CUBLAS_POINTER_MODE_HOST) cublasSetPointerMode(_handle, _saved);
+}
+
+cudaStream_t stream_of(const char* kernel, cublasHandle_t h) {
+  cudaStream_t s = nullptr;
+  check(kernel, "cublasGetStream", cublasGetStream(h, &s));
+  return s;
+}
+
+// --- the panel -----------------------------------------------------------------------------
+
+template <class T>
+void gram(const char* kernel, int count, int nb, int m_last, int kk, const T* V, int ldv, T* G,
+          cublasHandle_t h) {
+  const long long gsize = static_cast<long long>(kk) * kk;
+  const int full = m_last == nb ? count : count - 1;
+  // Only the part of G below the diagonal blocks is read; a GEMM still beats a loop of SYRKs.
+  if (full > 0)
+    check(kernel, "gemm_strided (V^T V)",
+          gemm_strided(h, CUBLAS_OP_T, CUBLAS_OP_N, kk, kk, nb, T(1), V, ldv, nb, V, ldv, nb, T(0),
+                       G, kk, gsize, full));
+  if (full < count) {
+    const T* Vl = V + static_cast<std::ptrdiff_t>(count - 1) * nb;
+    check(kernel, "gemm (V^T V)",
+          gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, kk, kk, m_last, T(1), Vl, ldv, Vl, ldv, T(0),
+               G + (count - 1) * gsize, kk));
+  }
+}
+
+template <class T>
+void make_factors(const char* kernel, int count, int nb, int m_last, int kk, int ib, const T* V,
+                  int ldv, const T* Tb, int ldt, std::ptrdiff_t strideT, T* Z, T* G,
+                  cublasHandle_t h, cudaStream_t stream) {
+  const int ldz = kk + nb;
+  const long long zsize = static_cast<long long>(ldz) * kk;
+  gram(kernel, count, nb, m_last, kk, V, ldv, G, h);
+  build_full_t(kernel, count, kk, ib, G, Tb, ldt, strideT, Z, ldz, zsize, true, stream);
+  // V_i T_i^T below T_i^T, one batched GEMM for the full tile rows.
+  const int full = m_last == nb ? count : count - 1;
+  if (full > 0)
+    check(kernel, "gemm_strided (V T^T)",
+          gemm_strided(h, CUBLAS_OP_N, CUBLAS_OP_N, nb, kk, kk, T(1), V, ldv, nb, Z, ldz, zsize,
+                       T(0), Z + kk, ldz, zsize, full));
+  if (full < count) {
+    T* Zl = Z + (count - 1) * zsize;
+    check(kernel, "gemm (V T^T)",
+          gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m_last, kk, kk, T(1),
+               V + static_cast<std::ptrdiff_t>(count - 1) * nb, ldv, Zl, ldz, T(0), Zl + kk, ldz));
+  }
+}
+
+template <class T>
+void apply_factors(const char* kernel, int count, int nb, int m_last, int n, int kk, T* A1,
+                   int lda1, T* A2, int lda2, const T* V, int ldv, const T* Z, T* W,
+                   cublasHandle_t h, cudaStream_t stream) {
+  const int ldz = kk + nb;
+  const std::ptrdiff_t zsize = static_cast<std::ptrdiff_t>(ldz) * kk;
+  for (int i = 0; i < count; ++i) {
+    const int m = i + 1 < count ? nb : m_last;
+    const std::ptrdiff_t r = static_cast<std::ptrdiff_t>(i) * nb;
+    T* A2i = A2 + r;
+    const T* Zi = Z + i * zsize;
+    check(kernel, "cudaMemcpy2DAsync (W = A1)",
+          cudaMemcpy2DAsync(W, sizeof(T) * kk, A1, sizeof(T) * lda1, sizeof(T) * kk, n,
+                            cudaMemcpyDeviceToDevice, stream));
+    check(kernel, "gemm (W += V^T A2)",
+          gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, kk, n, m, T(1), V + r, ldv, A2i, lda2, T(1), W, kk));
+    // A1 and A2_i as the two members of one strided batch: same shape and leading dimension,
+    // A2_i a whole number of elements after A1 (they are rows of one matrix in practice).
+    const auto a1 = reinterpret_cast<std::uintptr_t>(A1);
+    const auto a2 = reinterpret_cast<std::uintptr_t>(A2i);
+    if (m == kk && lda1 == lda2 && a2 > a1 && (a2 - a1) % sizeof(T) == 0) {
+      const auto strideC = static_cast<long long>((a2 - a1) / sizeof(T));
+      check(kernel, "gemm_strided ([A1; A2] -= [T^T; V T^T] W)",
+            gemm_strided(h, CUBLAS_OP_N, CUBLAS_OP_N, kk, n, kk, T(-1), Zi, ldz, kk, W, kk, 0,
+                         T(1), A1, lda1, strideC, 2));
+    } else {
+      check(kernel, "gemm (A1 -= T^T W)",
+            gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, kk, n, kk, T(-1), Zi, ldz, W, kk, T(1), A1, lda1));
+      check(kernel, "gemm (A2 -= V T^T W)",
+            gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, kk, T(-1), Zi + kk, ldz, W, kk, T(1), A2i,
+                 lda2));
+    }
+  }
+}
+
+template <class T>
+void apply_blocked(const char* kernel, int m, int n, int kk, int ib, T* A1, int lda1, T* A2,
+                   int lda2, const T* V, int ldv, const T* Tb, int ldt, T* W, int ldw,
+                   cublasHandle_t h, cudaStream_t stream) {
+  // TPMQRT (L, T) order: block 0 first. T_jj sits at Tb(0:w, c0:c0+w); its lower part is not read.
+  for (int c0 = 0; c0 < kk; c0 += ib) {
+    const int w = kk - c0 < ib ? kk - c0 : ib;
+    const std::ptrdiff_t col = c0;
+    T* A1j = A1 + col;
+    const T* Vj = V + col * ldv;
+    check(kernel, "cudaMemcpy2DAsync (W = A1)",
+          cudaMemcpy2DAsync(W, sizeof(T) * ldw, A1j, sizeof(T) * lda1, sizeof(T) * w, n,
+                            cudaMemcpyDeviceToDevice, stream));
+    check(kernel, "gemm (W += V^T A2)",
+          gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, w, n, m, T(1), Vj, ldv, A2, lda2, T(1), W, ldw));
+    check(kernel, "trmm (W = T^T W)",
+          trmm_upper_left(h, CUBLAS_OP_T, w, n, T(1), Tb + col * ldt, ldt, W, ldw, W, ldw));
+    check(kernel, "geam (A1 -= W)", geam(h, w, n, T(1), A1j, lda1, T(-1), W, ldw, A1j, lda1));
+    check(kernel, "gemm (A2 -= V W)",
+          gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, w, T(-1), Vj, ldv, W, ldw, T(1), A2, lda2));
+  }
+}
+
+#define TESSERA_ENGINE_INSTANTIATE(T)                                                              \
+  template void gram<T>(const char*, int, int, int, int, const T*, int, T*, cublasHandle_t);      \
+  template void make_factors<T>(const char*, int, int, int, int, int, const T*, int, const T*,    \
+                                int, std::ptrdiff_t, T*, T*, cublasHandle_t, cudaStream_t);       \
+  template void apply_factors<T>(const char*, int, int, int, int, int, T*, int, T*, int,          \
+                                 const T*, int, const T*, T*, cublasHandle_t, cudaStream_t);      \
+  template void apply_blocked<T>(const char*, int, int, int, int, T*, int, T*, int, const T*, int, \
+                                 const T*, int, T*, int, cublasHandle_t, cudaStream_t);
+TESSERA_ENGINE_INSTANTIATE(float)
+TESSERA_ENGINE_INSTANTIATE(double)
+#undef TESSERA_ENGINE_INSTANTIATE
+
+}  // namespace tessera::kernels::detail

@@ -1,0 +1,101 @@
+#pragma once
+// The building blocks every gpu_* kernel is made of: precision overloads of the few cuBLAS calls
+// used, the Gram matrices and full T of a panel, the prepared factors and the update sweep.
+// Internal: no argument checks here, the public entry points do them.
+#include <cstddef>
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+namespace tessera::kernels::detail {
+
+// --- cuBLAS by precision (scalars by value, handle in host pointer mode) -------------------------
+cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                    int k, float alpha, const float* A, int lda, const float* B, int ldb,
+                    float beta, float* C, int ldc);
+cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                    int k, double alpha, const double* A, int lda, const double* B, int ldb,
+                    double beta, double* C, int ldc);
+cublasStatus_t gemm_strided(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
+                            int n, int k, float alpha, const float* A, int lda, long long sa,
+                            const float* B, int ldb, long long sb, float beta, float* C, int ldc,
+                            long long sc, int batch);
+cublasStatus_t gemm_strided(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
+                            int n, int k, double alpha, const double* A, int lda, long long sa,
+                            const double* B, int ldb, long long sb, double beta, double* C,
+                            int ldc, long long sc, int batch);
+// C := alpha op(T) B with T upper triangular, from the left; C == B gives the in-place BLAS form.
+cublasStatus_t trmm_upper_left(cublasHandle_t h, cublasOperation_t t, int m, int n, float alpha,
+                               const float* T, int ldt, const float* B, int ldb, float* C, int ldc);
+cublasStatus_t trmm_upper_left(cublasHandle_t h, cublasOperation_t t, int m, int n, double alpha,
+                               const double* T, int ldt, const double* B, int ldb, double* C,
+                               int ldc);
+// C := alpha A + beta B (no transposes); C == A allowed when ldc == lda.
+cublasStatus_t geam(cublasHandle_t h, int m, int n, float alpha, const float* A, int lda,
+                    float beta, const float* B, int ldb, float* C, int ldc);
+cublasStatus_t geam(cublasHandle_t h, int m, int n, double alpha, const double* A, int lda,
+                    double beta, const double* B, int ldb, double* C, int ldc);
+
+// Sets the handle to host pointer mode for the scope of a kernel and restores what it found.
+class host_pointer_mode {
+ public:
+  host_pointer_mode(const char* kernel, cublasHandle_t h);
+  ~host_pointer_mode();
+  host_pointer_mode(const host_pointer_mode&) = delete;
+  host_pointer_mode& operator=(const host_pointer_mode&) = delete;
+
+ private:
+  cublasHandle_t _handle;
+  cublasPointerMode_t _saved = CUBLAS_POINTER_MODE_HOST;
+};
+
+cudaStream_t stream_of(const char* kernel, cublasHandle_t h);
+
+// --- the panel: Gram matrices and full T -------------------------------------------------------
+// G_i = V_i^T V_i (kk x kk, ld kk, at G + i*kk*kk) for the count row blocks V_i = V + i*nb
+// (nb rows each, m_last for the last): one strided-batched GEMM for the full blocks.
+template <class T>
+void gram(const char* kernel, int count, int nb, int m_last, int kk, const T* V, int ldv, T* G,
+          cublasHandle_t h);
+
+// Tf_i (kk x kk, ldtf, at Tf + i*strideTf) := the upper triangular T of Q_i = I - V_i T V_i^T
+// from G_i (as above; only its entries below the diagonal ib x ib blocks are read) and the
+// ib-blocked T_i (ib x kk, ldt, at Tb + i*strideT); transpose: store T_i^T instead. The other
+// triangle is zeroed, so the result can be used as a dense GEMM operand.
+// Block column j (columns c0..c0+w) off the diagonal: Tf(0:c0, j) = -Tf(0:c0, 0:c0) G(0:c0, j) T_jj;
+// row r of that needs only row r of Tf, so one warp builds one row, left to right (full_t.cu).
+template <class T>
+void build_full_t(const char* kernel, int count, int kk, int ib, const T* G, const T* Tb, int ldt,
+                  std::ptrdiff_t strideT, T* Tf, int ldtf, std::ptrdiff_t strideTf, bool transpose,
+                  cudaStream_t stream);
+
+// Vc (m x k, ldvc) := the unit lower trapezoidal V stored in the lower part of a GEQRT tile,
+// with its unit diagonal and zero upper triangle made explicit (so GEMMs can use it).
+template <class T>
+void unit_lower_copy(const char* kernel, int m, int k, const T* V, int ldv, T* Vc, int ldvc,
+                     cudaStream_t stream);
+
+// --- the update as GEMMs -----------------------------------------------------------------------
+// Prepared factors of count TSQRTs: Z_i = [T_i^T; V_i T_i^T] ((kk + m_i) x kk, leading dimension
+// kk + nb, at Z + i*(kk + nb)*kk). G: count*kk*kk elements of scratch.
+template <class T>
+void make_factors(const char* kernel, int count, int nb, int m_last, int kk, int ib, const T* V,
+                  int ldv, const T* Tb, int ldt, std::ptrdiff_t strideT, T* Z, T* G,
+                  cublasHandle_t h, cudaStream_t stream);
+
+// For i = 0..count-1: W = A1 + V_i^T A2_i;  A1 -= T_i^T W;  A2_i -= (V_i T_i^T) W  (W: kk x n).
+// The last two are one strided-batched GEMM of 2 when the shapes allow.
+template <class T>
+void apply_factors(const char* kernel, int count, int nb, int m_last, int n, int kk, T* A1,
+                   int lda1, T* A2, int lda2, const T* V, int ldv, const T* Z, T* W,
+                   cublasHandle_t h, cudaStream_t stream);
+
+// The ib-blocked baseline, LAPACK's sequence: for each diagonal block T_jj of the blocked T
+// (ib x kk, ldt), in order, W = A1_j + V_j^T A2; W = T_jj^T W (TRMM); A1_j -= W; A2 -= V_j W.
+// W: min(ib, kk) x n (ldw).
+template <class T>
+void apply_blocked(const char* kernel, int m, int n, int kk, int ib, T* A1, int lda1, T* A2,
+                   int lda2, const T* V, int ldv, const T* Tb, int ldt, T* W, int ldw,
+                   cublasHandle_t h, cudaStream_t stream);
+
+}  // namespace tessera::kernels::detail

@@ -1,0 +1,483 @@
+// The GPU SSSMQR kernels (kernels_gpu/) against LAPACK on the host, float and double:
+// the full T against LARFT, gpu_tsmqr (also through gpu_sssmqr) and gpu_tsmqr_blocked against TPMQRT,
+// gpu_sssmqr against a loop of TPMQRT over a panel factored by a chain of TPQRT (partial last
+// tile row, kk not a multiple of ib, odd column counts, both T layouts, prepared factors reused
+// over column ranges, A1 with its own leading dimension),
+// gpu_ormqr against GEMQRT, plus argument errors. Rows of A1's tile row beyond kk and the padding
+// of every device matrix must come back untouched. Without a CUDA device: exit 77 (skipped).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <tessera/kernels_gpu.hpp>
+
+#include "test_util.hpp"
+
+#define LAPACK_COMPLEX_CPP
+#include <lapacke.h>
+
+namespace {
+
+using namespace tessera::kernels;
+
+// Before doctest's main runs: no device means nothing here can run.
+[[maybe_unused]] const bool device_present = [] {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    std::printf("skipped: no CUDA device\n");
+    std::fflush(stdout);
+    std::exit(77);
+  }
+  return true;
+}();
+
+// Relative errors are scaled by eps and the square root of the order (LAPACK-style threshold).
+constexpr double threshold = 30.0;
+
+template <class T>
+double tolerance(int order) {
+  return threshold * std::numeric_limits<T>::epsilon() * std::sqrt(static_cast<double>(order));
+}
+
+std::mt19937_64& rng() {
+  static std::mt19937_64 g(tessera::testing::seed());
+  return g;
+}
+
+void cuda_ok(cudaError_t e) {
+  if (e != cudaSuccess) throw std::runtime_error(cudaGetErrorString(e));
+}
+void cublas_ok(cublasStatus_t s) {
+  if (s != CUBLAS_STATUS_SUCCESS) throw std::runtime_error(cublasGetStatusString(s));
+}
+
+// Column-major host matrix, padding rows hold a sentinel.
+template <class T>
+struct mat {
+  int m, n, ld;
+  std::vector<T> a;
+  mat(int rows, int cols, int pad = 0)
+      : m(rows), n(cols), ld(std::max(1, rows + pad)),
+        a(static_cast<std::size_t>(ld) * std::max(cols, 1), sentinel()) {}
+  static T sentinel() { return T(-777.25); }
+  T& operator()(int i, int j) { return a[i + static_cast<std::size_t>(j) * ld]; }
+  T operator()(int i, int j) const { return a[i + static_cast<std::size_t>(j) * ld]; }
+  T* data() { return a.data(); }
+  void randomize() {
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < m; ++i) (*this)(i, j) = T(u(rng()));
+  }
+};
+
+// ||X(r0:r0+rows, :) - Y(...)||_F / ||Y(...)||_F over the m x n leading parts; padding compared exactly.
+template <class T>
+double rel_error(const mat<T>& X, const mat<T>& Y, int r0 = 0, int rows = -1) {
+  if (rows < 0) rows = X.m - r0;
+  double d = 0, s = 0;
+  for (int j = 0; j < X.n; ++j)
+    for (int i = r0; i < r0 + rows; ++i) {
+      const double e = double(X(i, j)) - double(Y(i, j));
+      d += e * e;
+      s += double(Y(i, j)) * double(Y(i, j));
+    }
+  return s > 0 ? std::sqrt(d / s) : std::sqrt(d);
+}
+
+template <class T>
+bool same_outside(const mat<T>& X, const mat<T>& Y, int r0, int rows) {
+  for (int j = 0; j < X.n; ++j)
+    for (int i = 0; i < X.ld; ++i)
+      if ((i < r0 || i >= r0 + rows) && X(i, j) != Y(i, j)) return false;
+  return true;
+}
+
+template <class T>
+struct dev {
+  T* p = nullptr;
+  std::size_t n = 0;
+  explicit dev(std::size_t elems) : n(std::max<std::size_t>(elems, 1)) {
+    cuda_ok(cudaMalloc(&p, n * sizeof(T)));
+  }
+  explicit dev(const mat<T>& h) : dev(h.a.size()) { put(h); }
+  ~dev() { cudaFree(p); }
+  dev(const dev&) = delete;
+  dev& operator=(const dev&) = delete;
+  void put(const mat<T>& h) {
+    cuda_ok(cudaMemcpy(p, h.a.data(), h.a.size() * sizeof(T), cudaMemcpyHostToDevice));
+  }
+  void get(mat<T>& h) const {
+    cuda_ok(cudaMemcpy(h.a.data(), p, h.a.size() * sizeof(T), cudaMemcpyDeviceToHost));
+  }
+};
+
+// A handle on its own stream, so work enqueued elsewhere (the legacy stream) would race and show.
+struct blas {
+  cublasHandle_t h = nullptr;
+  cudaStream_t s = nullptr;
+  blas() {
+    cuda_ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    cublas_ok(cublasCreate(&h));
+    cublas_ok(cublasSetStream(h, s));
+  }
+  ~blas() {
+    cublasDestroy(h);
+    cudaStreamDestroy(s);
+  }
+  void sync() const { cuda_ok(cudaStreamSynchronize(s)); }
+};
+
+// --- LAPACKE by precision ----------------------------------------------------------------------
+// The _work forms with our own generous workspace: LAPACKE 3.11's GEMQRT allocates m * nb where
+// side 'L' needs n * nb, and writes past it.
+template <class T>
+std::vector<T>& lapack_work(int nb, int m, int n) {
+  static std::vector<T> w;
+  w.resize(static_cast<std::size_t>(std::max(nb, 1)) * std::max({m, n, 1}));
+  return w;
+}
+int tpqrt(int m, int n, int nb, float* a, int lda, float* b, int ldb, float* t, int ldt) {
+  return LAPACKE_stpqrt_work(LAPACK_COL_MAJOR, m, n, 0, nb, a, lda, b, ldb, t, ldt,
+                             lapack_work<float>(nb, m, n).data());
+}
+int tpqrt(int m, int n, int nb, double* a, int lda, double* b, int ldb, double* t, int ldt) {
+  return LAPACKE_dtpqrt_work(LAPACK_COL_MAJOR, m, n, 0, nb, a, lda, b, ldb, t, ldt,
+                             lapack_work<double>(nb, m, n).data());
+}
+int tpmqrt(int m, int n, int k, int nb, const float* v, int ldv, const float* t, int ldt, float* a,
+           int lda, float* b, int ldb) {
+  return LAPACKE_stpmqrt_work(LAPACK_COL_MAJOR, 'L', 'T', m, n, k, 0, nb, v, ldv, t, ldt, a, lda,
+                              b, ldb, lapack_work<float>(nb, m, n).data());
+}
+int tpmqrt(int m, int n, int k, int nb, const double* v, int ldv, const double* t, int ldt,
+           double* a, int lda, double* b, int ldb) {
+  return LAPACKE_dtpmqrt_work(LAPACK_COL_MAJOR, 'L', 'T', m, n, k, 0, nb, v, ldv, t, ldt, a, lda,
+                              b, ldb, lapack_work<double>(nb, m, n).data());
+}
+int larft(int n, int k, const float* v, int ldv, const float* tau, float* t, int ldt) {
+  return LAPACKE_slarft_work(LAPACK_COL_MAJOR, 'F', 'C', n, k, v, ldv, tau, t, ldt);
+}
+int larft(int n, int k, const double* v, int ldv, const double* tau, double* t, int ldt) {
+  return LAPACKE_dlarft_work(LAPACK_COL_MAJOR, 'F', 'C', n, k, v, ldv, tau, t, ldt);
+}
+int geqrt(int m, int n, int nb, float* a, int lda, float* t, int ldt) {
+  return LAPACKE_sgeqrt_work(LAPACK_COL_MAJOR, m, n, nb, a, lda, t, ldt,
+                             lapack_work<float>(nb, m, n).data());
+}
+int geqrt(int m, int n, int nb, double* a, int lda, double* t, int ldt) {
+  return LAPACKE_dgeqrt_work(LAPACK_COL_MAJOR, m, n, nb, a, lda, t, ldt,
+                             lapack_work<double>(nb, m, n).data());
+}
+int gemqrt(int m, int n, int k, int nb, const float* v, int ldv, const float* t, int ldt, float* c,
+           int ldc) {
+  return LAPACKE_sgemqrt_work(LAPACK_COL_MAJOR, 'L', 'T', m, n, k, nb, v, ldv, t, ldt, c, ldc,
+                              lapack_work<float>(nb, m, n).data());
+}
+int gemqrt(int m, int n, int k, int nb, const double* v, int ldv, const double* t, int ldt,
+           double* c, int ldc) {
+  return LAPACKE_dgemqrt_work(LAPACK_COL_MAJOR, 'L', 'T', m, n, k, nb, v, ldv, t, ldt, c, ldc,
+                              lapack_work<double>(nb, m, n).data());
+}
+
+// One TSQRT of a random [R; A2] (R kk x kk upper, A2 m x kk): V (m x kk, ldv = m + 2) and the
+// blocked T (ib x kk). LAPACK wants its block size <= kk; ib > kk means one block of kk.
+template <class T>
+struct tsqrt_factors {
+  mat<T> V, Tb;
+  int ib;
+  tsqrt_factors(int m, int kk, int ib_)
+      : V(m, kk, 2), Tb(std::min(ib_, kk), kk), ib(std::min(ib_, kk)) {
+    mat<T> R(kk, kk);
+    R.randomize();
+    V.randomize();
+    REQUIRE(tpqrt(m, kk, ib, R.data(), R.ld, V.data(), V.ld, Tb.data(), Tb.ld) == 0);
+  }
+};
+
+TEST_CASE_TEMPLATE("gpu_tsqrt_full_t equals LAPACK LARFT on [I; V2]", T, float, double) {
+  struct shape { int m, kk, ib; };
+  double worst = 0;
+  for (const shape s : {shape{64, 64, 16}, shape{40, 64, 16}, shape{100, 70, 32},
+                        shape{33, 20, 32}, shape{256, 256, 32}, shape{7, 5, 2}}) {
+    CAPTURE(s.m);
+    CAPTURE(s.kk);
+    CAPTURE(s.ib);
+    tsqrt_factors<T> f(s.m, s.kk, s.ib);
+    // Reference: LARFT on the explicit V = [I; V2] with tau = the diagonal of each T block.
+    const int kk = s.kk;
+    mat<T> Vfull(kk + s.m, kk);
+    std::vector<T> tau(kk);
+    for (int j = 0; j < kk; ++j) {
+      for (int i = 0; i < kk; ++i) Vfull(i, j) = T(i == j ? 1 : 0);
+      for (int i = 0; i < s.m; ++i) Vfull(kk + i, j) = f.V(i, j);
+      tau[j] = f.Tb(j % f.ib, j);
+    }
+    mat<T> Tref(kk, kk);
+    for (auto& x : Tref.a) x = T(0);
+    REQUIRE(larft(kk + s.m, kk, Vfull.data(), Vfull.ld, tau.data(), Tref.data(), Tref.ld) == 0);
+    for (int j = 0; j < kk; ++j)
+      for (int i = j + 1; i < kk; ++i) Tref(i, j) = T(0);  // LARFT leaves the lower part alone
+
+    blas b;
+    dev<T> dV(f.V), dTb(f.Tb);
+    mat<T> Tf(kk, kk, 3);
+    dev<T> dTf(Tf);
+    dev<T> work(gpu_tsqrt_full_t_workspace_size(kk));
+    gpu_tsqrt_full_t<T>(s.m, kk, s.ib, dV.p, f.V.ld, dTb.p, f.Tb.ld, dTf.p, Tf.ld, work.p, work.n,
+                        b.h);
+    b.sync();
+    mat<T> got = Tf;
+    dTf.get(got);
+    const double err = rel_error(got, Tref);
+    worst = std::max(worst, err);
+    CHECK(err <= tolerance<T>(kk + s.m));
+    CHECK(same_outside(got, Tf, 0, kk));  // padding rows untouched
+  }
+  MESSAGE("full T: largest relative error " << worst);
+}
+
+TEST_CASE_TEMPLATE("gpu_tsmqr (also as gpu_sssmqr) and gpu_tsmqr_blocked equal LAPACK TPMQRT", T, float, double) {
+  struct shape { int m, n, kk, ib; };
+  double worst = 0;
+  for (const shape s : {shape{64, 77, 64, 16}, shape{37, 129, 64, 16}, shape{100, 33, 70, 32},
+                        shape{20, 45, 48, 16}, shape{256, 301, 256, 32}, shape{5, 1, 3, 8}}) {
+    CAPTURE(s.m);
+    CAPTURE(s.n);
+    CAPTURE(s.kk);
+    CAPTURE(s.ib);
+    tsqrt_factors<T> f(s.m, s.kk, s.ib);
+    // A1 is the first kk rows of a taller tile row (kk + 4 rows, ld + 3): the rest must not move.
+    mat<T> A1(s.kk + 4, s.n, 3), A2(s.m, s.n, 5);
+    A1.randomize();
+    A2.randomize();
+    mat<T> R1 = A1, R2 = A2;
+    REQUIRE(tpmqrt(s.m, s.n, s.kk, f.ib, f.V.data(), f.V.ld, f.Tb.data(), f.Tb.ld, R1.data(),
+                   R1.ld, R2.data(), R2.ld) == 0);
+
+    blas b;
+    dev<T> dV(f.V), dTb(f.Tb);
+    const double tol = tolerance<T>(s.m + s.kk);
+    for (int variant = 0; variant < 3; ++variant) {
+      CAPTURE(variant);
+      dev<T> dA1(A1), dA2(A2);
+      if (variant == 0) {
+        dev<T> work(gpu_tsmqr_workspace_size(s.m, s.n, s.kk));
+        gpu_tsmqr<T>(s.m, s.n, s.kk, s.ib, dA1.p, A1.ld, dA2.p, A2.ld, dV.p, f.V.ld, dTb.p,
+                     f.Tb.ld, work.p, work.n, b.h);
+      } else if (variant == 1) {
+        // The same through gpu_sssmqr with one tile row.
+        dev<T> work(gpu_sssmqr_workspace_size(1, s.m, s.kk, s.n));
+        gpu_sssmqr<T>(1, s.m, s.m, s.n, s.kk, s.ib, dA1.p, A1.ld, dA2.p, A2.ld, dV.p, f.V.ld,
+                      dTb.p, f.Tb.ld, 0, work.p, work.n, b.h);
+      } else {
+        dev<T> work(gpu_tsmqr_blocked_workspace_size(s.kk, s.ib, s.n));
+        gpu_tsmqr_blocked<T>(s.m, s.n, s.kk, s.ib, dA1.p, A1.ld, dA2.p, A2.ld, dV.p, f.V.ld,
+                             dTb.p, f.Tb.ld, work.p, work.n, b.h);
+      }
+      b.sync();
+      mat<T> G1 = A1, G2 = A2;
+      dA1.get(G1);
+      dA2.get(G2);
+      const double e1 = rel_error(G1, R1, 0, s.kk), e2 = rel_error(G2, R2);
+      worst = std::max({worst, e1, e2});
+      CHECK(e1 <= tol);
+      CHECK(e2 <= tol);
+      CHECK(same_outside(G1, A1, 0, s.kk));
+      CHECK(same_outside(G2, A2, 0, s.m));
+    }
+  }
+  MESSAGE("tsmqr: largest relative error " << worst);
+}
+
+// A tile column of step k as the hybrid QR sees it: the panel factored by a chain of TSQRTs
+// (R carried down), the trailing tile rows updated by a loop of TPMQRT on the host.
+TEST_CASE_TEMPLATE("gpu_sssmqr equals a loop of LAPACK TPMQRT down a panel", T, float, double) {
+  struct shape { int count, nb, m_last, kk, ib, n; bool packed_t; };
+  double worst = 0;
+  for (const shape s : {shape{5, 48, 48, 48, 16, 131, true}, shape{4, 64, 23, 64, 16, 97, false},
+                        shape{3, 40, 40, 30, 16, 64, true}, shape{1, 32, 17, 32, 8, 5, false},
+                        shape{6, 64, 64, 64, 64, 300, false}, shape{2, 16, 3, 16, 4, 1, true}}) {
+    CAPTURE(s.count);
+    CAPTURE(s.nb);
+    CAPTURE(s.m_last);
+    CAPTURE(s.kk);
+    CAPTURE(s.ib);
+    CAPTURE(s.n);
+    CAPTURE(s.packed_t);
+    const int rows = (s.count - 1) * s.nb + s.m_last;
+    const int ibl = std::min(s.ib, s.kk);
+    // The panel below tile (k, k) and its T factors: packed ib x kk tiles, or a column-major
+    // matrix with ib rows per tile row.
+    mat<T> P(rows, s.kk, 3);
+    P.randomize();
+    const int ldt = s.packed_t ? ibl : s.count * ibl + 1;
+    const std::ptrdiff_t strideT = s.packed_t ? std::ptrdiff_t(ibl) * s.kk : ibl;
+    mat<T> Tall(s.packed_t ? ibl : ldt, s.packed_t ? s.kk * s.count : s.kk);
+    for (auto& x : Tall.a) x = T(0);
+    mat<T> R(s.kk, s.kk);
+    R.randomize();
+    for (int i = 0; i < s.count; ++i) {
+      const int mi = i + 1 < s.count ? s.nb : s.m_last;
+      REQUIRE(tpqrt(mi, s.kk, ibl, R.data(), R.ld, &P(i * s.nb, 0), P.ld,
+                    Tall.data() + i * strideT, ldt) == 0);
+    }
+    // Trailing matrix: tile row k (nb rows, A1 = its first kk) then the count tile rows, one ld.
+    mat<T> B(s.nb + rows, s.n, 2);
+    B.randomize();
+    mat<T> Ref = B;
+    for (int i = 0; i < s.count; ++i) {
+      const int mi = i + 1 < s.count ? s.nb : s.m_last;
+      REQUIRE(tpmqrt(mi, s.n, s.kk, ibl, &P(i * s.nb, 0), P.ld, Tall.data() + i * strideT, ldt,
+                     Ref.data(), Ref.ld, &Ref(s.nb + i * s.nb, 0), Ref.ld) == 0);
+    }
+
+    blas b;
+    dev<T> dP(P), dT(Tall);
+    const double tol = tolerance<T>(rows + s.kk) * std::sqrt(double(s.count));
+    for (int variant = 0; variant < 4; ++variant) {
+      CAPTURE(variant);
+      dev<T> dB(B);
+      T* A1 = dB.p;
+      T* A2 = dB.p + s.nb;
+      if (variant == 0) {
+        dev<T> work(gpu_sssmqr_workspace_size(s.count, s.nb, s.kk, s.n));
+        gpu_sssmqr<T>(s.count, s.nb, s.m_last, s.n, s.kk, s.ib, A1, B.ld, A2, B.ld, dP.p, P.ld, dT.p,
+                      ldt, strideT, work.p, work.n, b.h);
+      } else if (variant <= 2) {
+        // Prepared factors reused over two column ranges; in variant 2 the second range's A1 is a
+        // copy of tile row k with another leading dimension (the unbatched path).
+        dev<T> factors(gpu_sssmqr_factors_size(s.count, s.nb, s.kk));
+        dev<T> pw(gpu_sssmqr_prepare_workspace_size(s.count, s.kk));
+        dev<T> work(gpu_sssmqr_apply_workspace_size(s.kk, s.n));
+        gpu_sssmqr_prepare<T>(s.count, s.nb, s.m_last, s.kk, s.ib, dP.p, P.ld, dT.p, ldt, strideT,
+                              factors.p, pw.p, pw.n, b.h);
+        const int n1 = s.n / 2;
+        gpu_sssmqr_apply<T>(s.count, s.nb, s.m_last, n1, s.kk, A1, B.ld, A2, B.ld, dP.p, P.ld,
+                            factors.p, work.p, work.n, b.h);
+        T* A1r = A1 + std::size_t(n1) * B.ld;
+        T* A2r = A2 + std::size_t(n1) * B.ld;
+        const int n2 = s.n - n1;
+        if (variant == 1) {
+          gpu_sssmqr_apply<T>(s.count, s.nb, s.m_last, n2, s.kk, A1r, B.ld, A2r, B.ld, dP.p, P.ld,
+                              factors.p, work.p, work.n, b.h);
+        } else {
+          const int ld1 = s.kk + 5;
+          dev<T> top(std::size_t(ld1) * std::max(n2, 1));
+          cuda_ok(cudaMemcpy2D(top.p, sizeof(T) * ld1, A1r, sizeof(T) * B.ld, sizeof(T) * s.kk, n2,
+                               cudaMemcpyDeviceToDevice));
+          gpu_sssmqr_apply<T>(s.count, s.nb, s.m_last, n2, s.kk, top.p, ld1, A2r, B.ld, dP.p, P.ld,
+                              factors.p, work.p, work.n, b.h);
+          cuda_ok(cudaMemcpy2DAsync(A1r, sizeof(T) * B.ld, top.p, sizeof(T) * ld1, sizeof(T) * s.kk,
+                                    n2, cudaMemcpyDeviceToDevice, b.s));
+          b.sync();
+        }
+      } else {
+        dev<T> work(gpu_sssmqr_blocked_workspace_size(s.kk, s.ib, s.n));
+        gpu_sssmqr_blocked<T>(s.count, s.nb, s.m_last, s.n, s.kk, s.ib, A1, B.ld, A2, B.ld, dP.p,
+                              P.ld, dT.p, ldt, strideT, work.p, work.n, b.h);
+      }
+      b.sync();
+      mat<T> G = B;
+      dB.get(G);
+      const double e1 = rel_error(G, Ref, 0, s.kk), e2 = rel_error(G, Ref, s.nb, rows);
+      worst = std::max({worst, e1, e2});
+      CHECK(e1 <= tol);
+      CHECK(e2 <= tol);
+      // Rows kk..nb of tile row k and the padding rows are not the kernel's to write.
+      bool untouched = true;
+      for (int j = 0; j < s.n; ++j)
+        for (int i = s.kk; i < B.ld; ++i)
+          if ((i < s.nb || i >= s.nb + rows) && G(i, j) != B(i, j)) untouched = false;
+      CHECK(untouched);
+    }
+  }
+  MESSAGE("sssmqr: largest relative error " << worst);
+}
+
+TEST_CASE_TEMPLATE("gpu_ormqr equals LAPACK GEMQRT", T, float, double) {
+  struct shape { int m, tile_n, ib, n; };
+  double worst = 0;
+  for (const shape s : {shape{64, 64, 16, 100}, shape{80, 48, 16, 33}, shape{40, 64, 16, 17},
+                        shape{256, 256, 32, 257}, shape{9, 9, 4, 1}}) {
+    CAPTURE(s.m);
+    CAPTURE(s.tile_n);
+    CAPTURE(s.ib);
+    CAPTURE(s.n);
+    const int k = std::min(s.m, s.tile_n), ibl = std::min(s.ib, k);
+    mat<T> A(s.m, s.tile_n, 1);
+    A.randomize();
+    mat<T> Tb(ibl, k);
+    REQUIRE(geqrt(s.m, s.tile_n, ibl, A.data(), A.ld, Tb.data(), Tb.ld) == 0);
+    mat<T> C(s.m, s.n, 4);
+    C.randomize();
+    mat<T> Ref = C;
+    REQUIRE(gemqrt(s.m, s.n, k, ibl, A.data(), A.ld, Tb.data(), Tb.ld, Ref.data(), Ref.ld) == 0);
+
+    blas b;
+    dev<T> dA(A), dT(Tb), dC(C);
+    dev<T> work(gpu_ormqr_workspace_size(s.m, s.n, k));
+    gpu_ormqr<T>(s.m, s.n, k, s.ib, dA.p, A.ld, dT.p, Tb.ld, dC.p, C.ld, work.p, work.n, b.h);
+    b.sync();
+    mat<T> G = C;
+    dC.get(G);
+    const double err = rel_error(G, Ref);
+    worst = std::max(worst, err);
+    CHECK(err <= tolerance<T>(s.m + k));
+    CHECK(same_outside(G, C, 0, s.m));
+  }
+  MESSAGE("ormqr: largest relative error " << worst);
+}
+
+TEST_CASE("bad arguments are rejected by name, the handle's pointer mode is kept") {
+  blas b;
+  dev<double> buf(1 << 16);
+  double* p = buf.p;
+  const auto message = [](auto&& call) -> std::string {
+    try {
+      call();
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "no exception";
+  };
+  CHECK(message([&] {
+          gpu_tsmqr<double>(8, -1, 8, 4, p, 8, p, 8, p, 8, p, 4, p, buf.n, b.h);
+        }).find("gpu_tsmqr: n = -1") != std::string::npos);
+  CHECK(message([&] {
+          gpu_tsmqr<double>(8, 8, 8, 4, p, 8, p, 7, p, 8, p, 4, p, buf.n, b.h);
+        }).find("lda2") != std::string::npos);
+  CHECK(message([&] {
+          gpu_sssmqr<double>(2, 8, 9, 8, 8, 4, p, 20, p, 20, p, 20, p, 4, 32, p, buf.n, b.h);
+        }).find("m_last") != std::string::npos);
+  CHECK(message([&] {
+          gpu_sssmqr<double>(2, 8, 8, 8, 8, 4, p, 20, p, 20, p, 20, p, 4, 32, p, 10, b.h);
+        }).find("lwork") != std::string::npos);
+  CHECK(message([&] {
+          gpu_ormqr<double>(8, 8, 9, 4, p, 8, p, 4, p, 8, p, buf.n, b.h);
+        }).find("gpu_ormqr: k = 9") != std::string::npos);
+  CHECK(message([&] {
+          gpu_sssmqr_apply<double>(2, 8, 8, 8, 8, p, 8, p, 16, p, 16, nullptr, p, buf.n, b.h);
+        }).find("factors") != std::string::npos);
+
+  // A handle left in device pointer mode gets it back after a kernel.
+  cublas_ok(cublasSetPointerMode(b.h, CUBLAS_POINTER_MODE_DEVICE));
+  cuda_ok(cudaMemset(p, 0, buf.n * sizeof(double)));
+  gpu_tsmqr<double>(8, 8, 8, 4, p, 8, p + 64, 8, p + 128, 8, p + 192, 4, p + 256, 1024, b.h);
+  b.sync();
+  cublasPointerMode_t mode{};
+  cublas_ok(cublasGetPointerMode(b.h, &mode));
+  CHECK(mode == CUBLAS_POINTER_MODE_DEVICE);
+}
+
+}  // namespace
