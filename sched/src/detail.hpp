@@ -116,6 +116,7 @@ struct task_node {
   std::vector<std::byte> value_bytes;
 
   // Trace fields, filled only while tracing.
+  bool traced = false;  // tracing was on when the task was created
   std::string label;
   std::uint32_t color = 0;
   std::uint64_t start_ns = 0;
@@ -140,6 +141,7 @@ struct task_node {
     value_bytes.clear();
     label.clear();
     color = 0;
+    traced = false;
   }
 };
 

@@ -242,7 +242,7 @@ class cuda_backend final : public gpu_backend {
     if (start) cudaEventRecord(start, s);
     const bool ran = _rt.run_body(t, _rt.workers);  // the body enqueues on s
     if (end) cudaEventRecord(end, s);
-    if (start && end) {
+    if (start && end && t->traced) {
       trace_task rec;
       rec.id = t->id;
       rec.label = t->label.empty() ? std::string("gpu task") : t->label;

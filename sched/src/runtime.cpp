@@ -87,6 +87,8 @@ runtime_impl::~runtime_impl() {
   } catch (...) {
   }
   gpu.reset();
+  // Runners spin a little after the last task; none may touch this state once it is gone.
+  while (live_runners.load(std::memory_order_acquire) != 0) std::this_thread::yield();
   if (arena) arena->terminate();
   std::lock_guard lock(errors_mutex);
   for (auto* s : failed) {
@@ -118,6 +120,7 @@ task_node* runtime_impl::new_task() {
   t->reset();
   t->id = next_id++;
   t->seq = default_sequence.get();
+  t->traced = tracing.load(std::memory_order_relaxed);
   t->refs.store(1, std::memory_order_relaxed);  // released on completion
   open_builder = t;
   return t;
@@ -126,7 +129,7 @@ task_node* runtime_impl::new_task() {
 void runtime_impl::link(task_node* pred, task_node* succ, hazard kind) {
   if (pred == succ || pred->last_linked_successor == succ) return;
   pred->last_linked_successor = succ;
-  if (tracing.load(std::memory_order_relaxed)) trace_edges.push_back({pred->id, succ->id, kind});
+  if (pred->traced && succ->traced) trace_edges.push_back({pred->id, succ->id, kind});
   if (log_debug) log->debug("  {} {} -> {}", to_string(kind), pred->id, succ->id);
   std::lock_guard lock(pred->lock);
   if (pred->done) return;
@@ -239,7 +242,11 @@ void runtime_impl::spawn_runner() {
   unsigned active = active_runners.load(std::memory_order_acquire);
   while (active < max_runners) {
     if (active_runners.compare_exchange_weak(active, active + 1, std::memory_order_acq_rel)) {
-      arena->enqueue([this] { runner_loop(); });
+      live_runners.fetch_add(1, std::memory_order_acq_rel);
+      arena->enqueue([this] {
+        runner_loop();
+        live_runners.fetch_sub(1, std::memory_order_acq_rel);  // the last touch of this runtime
+      });
       return;
     }
   }
@@ -294,7 +301,7 @@ void* runtime_impl::scratch(unsigned worker, task_node* t, std::size_t i) {
 
 void runtime_impl::execute(task_node* t, unsigned worker) {
   worker_state& ws = *worker_states[worker];
-  const bool traced = tracing.load(std::memory_order_relaxed);
+  const bool traced = t->traced;
   if (traced) t->start_ns = now_ns();
   const bool skip = !run_body(t, worker);
   if (!skip)
@@ -326,7 +333,7 @@ bool runtime_impl::run_body(task_node* t, unsigned worker) {
     std::size_t need = 0;
     for (std::size_t b : t->scratch_bytes) need += align_up(b, scratch_align);
     if (need > ws.scratch_size) {  // grows once per worker to the largest request
-      ws.scratch.reset(new (std::align_val_t(scratch_align)) std::byte[need]);
+      ws.scratch.reset(static_cast<std::byte*>(::operator new[](need, std::align_val_t(scratch_align))));
       ws.scratch_size = need;
     }
   }
@@ -641,6 +648,18 @@ void runtime::place_on_device(handle h, void* device_data, std::size_t device_pi
   if (device_pitch < h._state->run_bytes)
     throw std::invalid_argument("tessera::runtime::place_on_device: device_pitch is smaller than the datum's run_bytes");
   _impl->gpu->place(h._state, device_data, device_pitch);
+}
+
+void runtime::release_device(handle h) {
+  if (!_impl->gpu || !h) return;
+  auto& c = h._state->copies;
+  if (c.pooled) return;  // pool memory lives as long as the runtime; keep using it
+  c.device = nullptr;
+  c.device_pitch = 0;
+  c.device_valid = false;
+  c.host_valid = true;
+  c.h2d_done = c.d2h_done = nullptr;
+  h._state->gpu_touched = false;
 }
 
 transfer_stats runtime::transfers() const { return _impl->gpu ? _impl->gpu->stats() : transfer_stats{}; }

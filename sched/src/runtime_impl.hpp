@@ -57,7 +57,10 @@ class ready_queue {
 
 struct worker_state {
   ready_queue mailbox;              // tasks whose locality hint names this worker
-  std::unique_ptr<std::byte[]> scratch;
+  struct aligned_delete {
+    void operator()(std::byte* p) const noexcept { ::operator delete[](p, std::align_val_t(64)); }
+  };
+  std::unique_ptr<std::byte[], aligned_delete> scratch;
   std::size_t scratch_size = 0;
   std::vector<trace_task> trace;    // this worker's finished tasks, while tracing
 };
@@ -103,6 +106,7 @@ struct runtime_impl {
   std::vector<std::unique_ptr<worker_state>> worker_states;
   ready_queue ready;
   std::atomic<unsigned> active_runners{0};
+  std::atomic<unsigned> live_runners{0};  // enqueued or running runner_loops; the destructor waits for 0
   unsigned max_runners;
 
   std::atomic<std::size_t> in_flight{0};

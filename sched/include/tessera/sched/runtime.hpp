@@ -152,6 +152,9 @@ class runtime {
   static bool gpu_available() noexcept;
   bool has_gpu() const noexcept;
   void place_on_device(handle h, void* device_data, std::size_t device_pitch);
+  // Forgets h's device copy (before its memory goes): call after a wait, once the host holds what
+  // the caller needs (a CPU task that read h brought it home).
+  void release_device(handle h);
   transfer_stats transfers() const;
 
   // A new task running body (callable as body(task_context&) or body()). Add accesses, submit.

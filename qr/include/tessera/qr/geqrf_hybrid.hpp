@@ -1,0 +1,47 @@
+#pragma once
+// Tile QR on the CPUs and a GPU (the seed's Figure 2 and 5b). The CPUs factor each panel (GEQRT,
+// TSQRT) and update the first `lookahead` tile columns of the trailing matrix, so the next panels
+// can proceed; the GPU updates the rest: aggregated tasks that inherit the dependencies of the CPU
+// ORMQR/TSMQR tasks they replace. When the trailing width falls to the lookahead, the CPUs finish.
+// The runtime moves tiles between host and device: the matrix goes to the device as it is first
+// needed, then only the moving boundary travels (panel and T column in, the columns that pass to
+// the CPUs and the finished rows of R out).
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "tessera/qr/geqrf.hpp"
+#include "tessera/qr/tile_matrix.hpp"
+#include "tessera/sched/runtime.hpp"
+
+namespace tessera::qr {
+
+struct hybrid_options {
+  int lookahead = 1;         // tile columns the CPUs update ahead of the GPU; 1: "GPU-only"
+  bool row_pipelined = true; // one GPU task per TSQRT, started as soon as that row is factored;
+                             // false: one per panel (Figure 5b)
+  std::atomic<std::uint64_t>* progress = nullptr;  // ticks once per task, as geqrf_options
+};
+
+// True when Tessera was built with CUDA and a CUDA device is present.
+bool hybrid_available() noexcept;
+
+// Pinned host memory for the tiles of a matrix that will travel to the GPU (qr_factors' allocator).
+// Without CUDA it is the default allocator.
+tile_allocator pinned_allocator() noexcept;
+
+// Factors f (made with rt) on the CPUs and the GPU of rt (runtime_options::gpu_streams > 0), waits,
+// and leaves the result on the host. The device matrix lives for the call only.
+template <class T>
+void geqrf_hybrid(runtime& rt, qr_factors<T>& f, const hybrid_options& options = {});
+
+// Number of tasks geqrf_hybrid inserts (progress reports).
+std::uint64_t hybrid_task_count(int mt, int nt, const hybrid_options& options);
+
+// The GPU's name, or "" without one.
+std::string gpu_name();
+
+// Lookahead chosen when none is given: measured on the GPU machine (README, "hybrid QR").
+int default_lookahead(int nt) noexcept;
+
+}  // namespace tessera::qr

@@ -1,0 +1,49 @@
+#include "tessera/qr/check.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "blas.hpp"
+#include "detail.hpp"
+#include "tessera/qr/ungqr.hpp"
+
+namespace tessera::qr {
+
+template <class T>
+qr_residuals check_qr(runtime& rt, const qr_factors<T>& f, const T* a, int lda) {
+  constexpr const char* func = "check_qr";
+  const int m = f.m(), n = f.n(), k = std::min(m, n);
+  detail::require_at_least(func, "lda", lda, m, "m");
+  if (!a) detail::invalid(func, "A is null");
+
+  const std::size_t mm = std::size_t(m);
+  std::vector<T> q(mm * k);
+  ungqr(rt, f, q_shape::thin, q.data(), m);
+
+  // R: the upper trapezoid of the first k rows of the factored tiles.
+  std::vector<T> r(std::size_t(k) * n, T(0));
+  for (int c = 0; c < n; ++c)
+    for (int i = 0; i <= std::min(c, k - 1); ++i) r[i + std::size_t(c) * k] = f.a()(i, c);
+
+  std::vector<T> w(mm * n);
+  for (int c = 0; c < n; ++c)
+    std::copy_n(a + std::size_t(c) * lda, m, w.begin() + std::ptrdiff_t(std::size_t(c) * mm));
+  blas::gemm_sub(m, n, k, q.data(), m, r.data(), k, w.data(), m);
+
+  const double eps = blas::lamch_eps(T());
+  const double scale = double(std::max(m, n)) * eps;
+  const double anorm = blas::norm1(m, n, a, lda);
+  qr_residuals res;
+  res.qr = blas::norm1(m, n, w.data(), m) / ((anorm > 0 ? anorm : 1.0) * scale);
+
+  std::vector<T> e(std::size_t(k) * k, T(0));
+  for (int i = 0; i < k; ++i) e[i + std::size_t(i) * k] = T(1);
+  blas::syrk_sub(k, m, q.data(), m, e.data(), k);
+  res.orth = blas::norm1_sym_upper(k, e.data(), k) / scale;
+  return res;
+}
+
+template qr_residuals check_qr<float>(runtime&, const qr_factors<float>&, const float*, int);
+template qr_residuals check_qr<double>(runtime&, const qr_factors<double>&, const double*, int);
+
+}  // namespace tessera::qr

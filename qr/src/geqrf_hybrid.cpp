@@ -1,0 +1,240 @@
+#include "tessera/qr/geqrf_hybrid.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "detail.hpp"
+#include "geqrf_tasks.hpp"
+#include "tessera/qr/blas_threads.hpp"
+
+#if TESSERA_QR_CUDA
+#include <cuda_runtime.h>
+
+#include <map>
+
+#include "tessera/kernels_gpu.hpp"
+#include "tessera/sched/cuda.hpp"
+#endif
+
+namespace tessera::qr {
+
+std::uint64_t hybrid_task_count(int mt, int nt, const hybrid_options& options) {
+  std::uint64_t count = 0;
+  for (int k = 0; k < std::min(mt, nt); ++k) {
+    const int split = nt - (k + 1) <= options.lookahead ? nt : k + 1 + options.lookahead;
+    const std::uint64_t below = std::uint64_t(mt - k - 1), cpu_cols = std::uint64_t(split - k - 1);
+    count += 1 + cpu_cols + below + below * cpu_cols;  // GEQRT, ORMQRs, TSQRTs, TSMQRs on the CPUs
+    if (split < nt) count += 1 + (options.row_pipelined ? below : std::min<std::uint64_t>(below, 1));
+  }
+  return count;
+}
+
+int default_lookahead(int nt) noexcept {
+  // Deep enough that the CPUs stay busy while the GPU updates; measured on the GPU machine.
+  return std::max(1, std::min(nt - 1, 8));
+}
+
+#if TESSERA_QR_CUDA
+
+bool hybrid_available() noexcept { return runtime::gpu_available(); }
+
+std::string gpu_name() {
+  cudaDeviceProp prop;
+  int device = 0;
+  if (!runtime::gpu_available() || cudaGetDevice(&device) != cudaSuccess ||
+      cudaGetDeviceProperties(&prop, device) != cudaSuccess)
+    return {};
+  return prop.name;
+}
+
+namespace {
+void* pinned_allocate(std::size_t bytes) {
+  void* p = nullptr;
+  if (cudaMallocHost(&p, bytes) != cudaSuccess) {
+    cudaGetLastError();
+    throw std::bad_alloc();
+  }
+  return p;
+}
+void pinned_deallocate(void* p, std::size_t) noexcept { cudaFreeHost(p); }
+
+void check(cudaError_t e, const std::string& what) {
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    throw std::runtime_error("tessera::qr::geqrf_hybrid: " + what + ": " + cudaGetErrorString(e));
+  }
+}
+
+// The GPU's tasks: aggregated updates of the columns right of the CPUs' lookahead. The device
+// holds A column-major (ldda) and T with ib rows per tile row (lddt); every tile's handle is placed
+// there, so a tile row over many tile columns is one GEMM operand.
+template <class T>
+class gpu_update_tasks {
+ public:
+  gpu_update_tasks(runtime& rt, qr_factors<T>& f, const detail::tile_qr_tasks<T>& cpu,
+                   std::atomic<std::uint64_t>* progress)
+      : _rt(rt), _f(f), _cpu(cpu), _progress(progress), _nb(f.nb()), _ib(f.ib()) {
+    const tile_matrix<T>& a = f.a();
+    _ldda = a.m();
+    _lddt = f.t().m();
+    check(cudaMalloc(&_da, sizeof(T) * std::size_t(_ldda) * a.n()),
+          "out of device memory for the " + std::to_string(a.m()) + " x " + std::to_string(a.n()) + " matrix");
+    if (cudaMalloc(&_dt, sizeof(T) * std::size_t(_lddt) * a.n()) != cudaSuccess) {
+      cudaFree(_da);
+      check(cudaErrorMemoryAllocation, "out of device memory for the T factors");
+    }
+    for (int j = 0; j < a.nt(); ++j)
+      for (int i = 0; i < a.mt(); ++i) {
+        rt.place_on_device(f.ha()(i, j), tile_a(i, j), sizeof(T) * std::size_t(_ldda));
+        rt.place_on_device(f.ht()(i, j), tile_t(i, j), sizeof(T) * std::size_t(_lddt));
+      }
+  }
+
+  // Waits for every task (also when insertion or the run failed), drops the device copies of the
+  // tiles, frees the device memory.
+  ~gpu_update_tasks() {
+    try {
+      _rt.wait_all();
+    } catch (...) {  // already reported, or the exception in flight is the one that matters
+    }
+    const tile_matrix<T>& a = _f.a();
+    for (int j = 0; j < a.nt(); ++j)
+      for (int i = 0; i < a.mt(); ++i) {
+        _rt.release_device(_f.ha()(i, j));
+        _rt.release_device(_f.ht()(i, j));
+      }
+    for (auto& [stream, buffer] : _work) cudaFreeAsync(buffer.first, static_cast<cudaStream_t>(stream));
+    cudaDeviceSynchronize();
+    cudaFree(_da);
+    cudaFree(_dt);
+  }
+
+  // Q_k^T of GEQRT(k) applied to tile row k, columns from tile j0 on (the top row of Figure 6a).
+  void ormqr(int k, int j0) {
+    const tile_matrix<T>& a = _f.a();
+    const int mk = a.tile_rows(k), kk = std::min(mk, a.tile_cols(k)), n = a.n() - j0 * _nb, ib = _ib;
+    const handle hv = _cpu.v_handle(k), htk = _f.ht()(k, k);
+    T* c = tile_a(k, j0);
+    const int ldda = _ldda;
+    auto b = _rt.task([=, this](task_context& ctx) {
+      const T* v = device_ptr<T>(ctx, hv);
+      const int ldv = static_cast<int>(ctx.device_pitch(hv) / sizeof(T));
+      const std::size_t lwork = kernels::gpu_ormqr_workspace_size(mk, n, kk);
+      kernels::gpu_ormqr(mk, n, kk, ib, v, ldv, tile_t(k, k), _lddt, c, ldda, workspace(ctx, lwork), lwork,
+                         blas_of(ctx));
+      detail::tick(_progress);
+    });
+    b.on(device::gpu).read(hv).read(htk);
+    for (int j = j0; j < a.nt(); ++j) b.read_write(_f.ha()(k, j));
+    b.priority(1).label("gpu_ormqr").color(0x17becf).submit();
+  }
+
+  // The TSQRT reflectors of tile rows [i0, i1) of step k applied to those rows and tile row k,
+  // columns from tile j0 on: one task inheriting the dependencies of the CPU TSMQRs it replaces.
+  void tsmqr(int k, int i0, int i1, int j0) {
+    const tile_matrix<T>& a = _f.a();
+    const int nk = a.tile_cols(k), n = a.n() - j0 * _nb, count = i1 - i0, m_last = a.tile_rows(i1 - 1);
+    const int nb = _nb, ib = _ib, ldda = _ldda, lddt = _lddt;
+    T* a1 = tile_a(k, j0);
+    T* a2 = tile_a(i0, j0);
+    const T* v = tile_a(i0, k);
+    const T* tb = tile_t(i0, k);
+    auto b = _rt.task([=, this](task_context& ctx) {
+      const std::size_t lwork = kernels::gpu_sssmqr_workspace_size(count, nb, nk, n);
+      kernels::gpu_sssmqr(count, nb, m_last, n, nk, ib, a1, ldda, a2, ldda, v, ldda, tb, lddt,
+                          std::ptrdiff_t(ib), workspace(ctx, lwork), lwork, blas_of(ctx));
+      detail::tick(_progress);
+    });
+    b.on(device::gpu);
+    // Figure 5b: the dependencies of every CPU task replaced, added in a loop.
+    for (int i = i0; i < i1; ++i) {
+      b.read(_f.ha()(i, k)).read(_f.ht()(i, k));
+      for (int j = j0; j < a.nt(); ++j) b.read_write(_f.ha()(k, j)).read_write(_f.ha()(i, j));
+    }
+    b.priority(1).label("gpu_sssmqr").color(0x9467bd).submit();
+  }
+
+ private:
+  T* tile_a(int i, int j) const { return _da + std::size_t(i) * _nb + std::size_t(j) * _nb * std::size_t(_ldda); }
+  T* tile_t(int i, int j) const { return _dt + std::size_t(i) * _ib + std::size_t(j) * _nb * std::size_t(_lddt); }
+
+  // Per-stream device workspace, grown (stream-ordered pool) to the largest request. GPU task
+  // bodies run on the runtime's one GPU thread, so the map needs no lock.
+  T* workspace(task_context& ctx, std::size_t elements) {
+    auto& [ptr, size] = _work[ctx.stream()];
+    if (size < elements) {
+      cudaStream_t s = stream_of(ctx);
+      if (ptr) cudaFreeAsync(ptr, s);
+      ptr = nullptr;
+      check(cudaMallocAsync(reinterpret_cast<void**>(&ptr), sizeof(T) * elements, s),
+            "out of device memory for " + std::to_string(sizeof(T) * elements) + " bytes of workspace");
+      size = elements;
+    }
+    return ptr;
+  }
+
+  runtime& _rt;
+  qr_factors<T>& _f;
+  const detail::tile_qr_tasks<T>& _cpu;
+  std::atomic<std::uint64_t>* _progress;
+  int _nb, _ib, _ldda = 0, _lddt = 0;
+  T* _da = nullptr;
+  T* _dt = nullptr;
+  std::map<void*, std::pair<T*, std::size_t>> _work;
+};
+}  // namespace
+
+tile_allocator pinned_allocator() noexcept {
+  if (!runtime::gpu_available()) return {};
+  return {pinned_allocate, pinned_deallocate};
+}
+
+template <class T>
+void geqrf_hybrid(runtime& rt, qr_factors<T>& f, const hybrid_options& options) {
+  constexpr const char* func = "geqrf_hybrid";
+  if (&rt != f.owner()) detail::invalid(func, "the factors were made for another runtime");
+  if (!rt.has_gpu()) detail::invalid(func, "the runtime has no GPU (runtime_options::gpu_streams)");
+  detail::require_at_least(func, "lookahead", options.lookahead, 1);
+  const int mt = f.mt(), nt = f.nt(), kt = f.kt(), L = options.lookahead;
+  blas_threads single(1);
+  detail::tile_qr_tasks<T> cpu(rt, f, true, options.progress);
+  {
+    gpu_update_tasks<T> gpu(rt, f, cpu, options.progress);
+    for (int k = 0; k < kt; ++k) {
+      // Columns [k+1, split) are the CPUs', [split, nt) the GPU's, until the GPU's part is gone.
+      const int split = nt - (k + 1) <= L ? nt : k + 1 + L;
+      cpu.geqrt(k);
+      for (int j = k + 1; j < split; ++j) cpu.ormqr(k, j);
+      if (split < nt) gpu.ormqr(k, split);
+      for (int i = k + 1; i < mt; ++i) {
+        cpu.tsqrt(k, i);
+        for (int j = k + 1; j < split; ++j) cpu.tsmqr(k, i, j);
+        if (split < nt && options.row_pipelined) gpu.tsmqr(k, i, i + 1, split);
+      }
+      if (split < nt && !options.row_pipelined && k + 1 < mt) gpu.tsmqr(k, k + 1, mt, split);
+      // Tile row k of R is final: bring the GPU's part home while the factorization goes on.
+      for (int j = split; j < nt; ++j)
+        rt.task([] {}).read(f.ha()(k, j)).label("fetch").color(detail::color_copy).submit();
+    }
+    rt.wait_all();  // errors surface here; the device matrix goes after
+  }
+}
+
+#else  // built without CUDA
+
+bool hybrid_available() noexcept { return false; }
+std::string gpu_name() { return {}; }
+tile_allocator pinned_allocator() noexcept { return {}; }
+
+template <class T>
+void geqrf_hybrid(runtime&, qr_factors<T>&, const hybrid_options&) {
+  throw std::invalid_argument("tessera::qr::geqrf_hybrid: Tessera was built without CUDA");
+}
+
+#endif
+
+template void geqrf_hybrid<float>(runtime&, qr_factors<float>&, const hybrid_options&);
+template void geqrf_hybrid<double>(runtime&, qr_factors<double>&, const hybrid_options&);
+
+}  // namespace tessera::qr

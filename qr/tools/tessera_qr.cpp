@@ -1,0 +1,257 @@
+// tessera_qr: tile QR of a random m x n matrix, timed (median of --repeat runs), GFLOP/s by LAWN 41,
+// optionally checked (--check) and traced (--trace FILE).
+// Exit status: 0 done, 1 a check failed (or another failure), 2 bad arguments.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <iostream>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "tessera/qr.hpp"
+#include "tessera/sched.hpp"
+
+namespace {
+
+struct config {
+  int m = 2048, n = 2048, nb = 256, ib = 32;
+  std::string precision = "d";
+  std::string device = "auto";   // auto: hybrid with a GPU, cpu without
+  bool lookahead_given = false;
+  unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  bool check = false;
+  std::string trace;
+  std::uint64_t seed = 1;
+  int repeat = 1;
+  bool json = false;
+  int lookahead = 1;
+};
+
+struct result {
+  double seconds = 0;   // median
+  tessera::transfer_stats transfers;  // of the last run
+  std::optional<tessera::qr::qr_residuals> residuals;
+};
+
+// The requested device is not there (yet): reported like a bad argument.
+struct device_unavailable : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+// Prints "% of tasks done" to stderr every 2 s while a long run goes on.
+class progress_reporter {
+ public:
+  progress_reporter(const std::atomic<std::uint64_t>& done, std::uint64_t total)
+      : _done(done), _total(total), _thread([this] { loop(); }) {}
+  ~progress_reporter() {
+    {
+      std::lock_guard lock(_mutex);
+      _stop = true;
+    }
+    _wake.notify_one();
+    _thread.join();
+  }
+
+ private:
+  void loop() {
+    std::unique_lock lock(_mutex);
+    while (!_wake.wait_for(lock, std::chrono::seconds(2), [this] { return _stop; })) {
+      const double pct = 100.0 * double(_done.load(std::memory_order_relaxed)) / double(_total);
+      std::fprintf(stderr, "tessera_qr: %5.1f%% of %llu tasks done\n", pct,
+                   static_cast<unsigned long long>(_total));
+    }
+  }
+  const std::atomic<std::uint64_t>& _done;
+  std::uint64_t _total;
+  std::mutex _mutex;
+  std::condition_variable _wake;
+  bool _stop = false;
+  std::thread _thread;
+};
+
+template <class T>
+std::vector<T> random_matrix(int m, int n, std::uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<T> dist(T(-1), T(1));
+  std::vector<T> a(std::size_t(m) * std::size_t(n));
+  for (T& x : a) x = dist(gen);
+  return a;
+}
+
+void write_trace(const config& c, tessera::runtime& rt) {
+  // Only the last run is traced: drop edges from tasks of earlier runs, which are not in it.
+  tessera::trace_data trace = rt.trace();
+  std::unordered_set<std::uint64_t> ids;
+  for (const auto& t : trace.tasks) ids.insert(t.id);
+  std::erase_if(trace.edges, [&](const tessera::trace_edge& e) { return !ids.count(e.from) || !ids.count(e.to); });
+  tessera::write_trace_file(trace, c.trace);
+  std::ostream& out = c.json ? std::cerr : std::cout;
+  out << "trace: " << trace.tasks.size() << " tasks written to " << c.trace << "\n";
+  tessera::print_summary(trace, tessera::summarize(trace), out);
+}
+
+// One path for every device: tiles in and factorization timed together (column-major in, like
+// LAPACK's GEQRF; the GPU's copies in and out included), tile storage allocated once outside the
+// timing (pinned when the GPU takes part).
+template <class T>
+result run(const config& c) {
+  const bool gpu = c.device != "cpu";
+  if (gpu && !tessera::qr::hybrid_available())
+    throw device_unavailable("--device " + c.device + ": no CUDA device here (or Tessera built without CUDA)");
+  tessera::runtime rt({.workers = c.threads, .gpu_streams = gpu ? 2u : 0u});
+  tessera::qr::qr_factors<T> f(rt, c.m, c.n, c.nb, c.ib,
+                               gpu ? tessera::qr::pinned_allocator() : tessera::qr::tile_allocator{});
+  const std::vector<T> a = random_matrix<T>(c.m, c.n, c.seed);
+  std::fill_n(f.a().data(), f.a().size(), T(0));             // first touch outside the timing
+
+  std::atomic<std::uint64_t> done{0};
+  tessera::qr::geqrf_options options;
+  options.progress = &done;
+  tessera::qr::hybrid_options hybrid;
+  hybrid.progress = &done;
+  hybrid.lookahead = c.lookahead;
+  const std::uint64_t total = (gpu ? tessera::qr::hybrid_task_count(f.mt(), f.nt(), hybrid)
+                                   : tessera::qr::geqrf_task_count(f.mt(), f.nt())) *
+                              std::uint64_t(c.repeat);
+
+  std::vector<double> seconds;
+  {
+    progress_reporter reporter(done, total);
+    tessera::qr::blas_threads single(1);
+    for (int r = 0; r < c.repeat; ++r) {
+      if (!c.trace.empty() && r + 1 == c.repeat) rt.enable_trace(true);
+      const auto t0 = std::chrono::steady_clock::now();
+      tessera::qr::to_tiles_async(rt, a.data(), c.m, f.a(), f.ha(), "A");
+      if (gpu) {
+        tessera::qr::geqrf_hybrid(rt, f, hybrid);
+      } else {
+        tessera::qr::geqrf_async(rt, f, options);
+        rt.wait_all();
+      }
+      seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  }
+  if (!c.trace.empty()) {
+    rt.enable_trace(false);
+    write_trace(c, rt);
+  }
+
+  result res;
+  res.transfers = rt.transfers();
+  std::sort(seconds.begin(), seconds.end());
+  const std::size_t mid = seconds.size() / 2;
+  res.seconds = seconds.size() % 2 ? seconds[mid] : (seconds[mid - 1] + seconds[mid]) / 2;
+  if (c.check) res.residuals = tessera::qr::check_qr(rt, f, a.data(), c.m);
+  return res;
+}
+
+void print_text(const config& c, const result& r, double gflops) {
+  std::printf("tessera_qr: %d x %d, nb %d, ib %d, %s, device %s: ", c.m, c.n, c.nb, c.ib,
+              c.precision == "s" ? "single" : "double", c.device.c_str());
+  if (c.device == "cpu")
+    std::printf("running on the CPUs (%u threads)\n", c.threads);
+  else
+    std::printf("running on %u CPU threads and the GPU (%s), lookahead %d\n", c.threads,
+                tessera::qr::gpu_name().c_str(), c.lookahead);
+  std::printf("  time      %.4f s (median of %d; tiles in + factorization)\n", r.seconds, c.repeat);
+  std::printf("  rate      %.2f GFLOP/s (LAWN 41: %.4g flops)\n", gflops,
+              tessera::qr::geqrf_flops(c.m, c.n));
+  if (c.device != "cpu")
+    std::printf("  moved     %.3f GB host->device (%llu copies), %.3f GB device->host (%llu copies), last run\n",
+                double(r.transfers.h2d_bytes) * 1e-9, static_cast<unsigned long long>(r.transfers.h2d_copies),
+                double(r.transfers.d2h_bytes) * 1e-9, static_cast<unsigned long long>(r.transfers.d2h_copies));
+  if (r.residuals) {
+    std::printf("  ||A - QR||_1 / (||A||_1 max(m,n) eps) = %.4g\n", r.residuals->qr);
+    std::printf("  ||I - Q^T Q||_1 / (max(m,n) eps)      = %.4g\n", r.residuals->orth);
+    std::printf("  %s (threshold 60)\n", r.residuals->passed() ? "PASSED" : "FAILED");
+  }
+}
+
+void print_json(const config& c, const result& r, double gflops) {
+  auto number = [](std::optional<double> x) {
+    if (!x) return std::string("null");
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g", *x);
+    return std::string(buf);
+  };
+  const auto& res = r.residuals;
+  std::printf(
+      "{\"m\": %d, \"n\": %d, \"nb\": %d, \"ib\": %d, \"precision\": \"%s\", \"device\": \"%s\", "
+      "\"threads\": %u, \"lookahead\": %d, \"seconds\": %s, \"gflops\": %s, \"residual_qr\": %s, "
+      "\"residual_orth\": %s, \"passed\": %s, \"h2d_bytes\": %llu, \"d2h_bytes\": %llu}\n",
+      c.m, c.n, c.nb, c.ib, c.precision.c_str(), c.device.c_str(), c.threads, c.lookahead,
+      number(r.seconds).c_str(), number(gflops).c_str(),
+      number(res ? std::optional(res->qr) : std::nullopt).c_str(),
+      number(res ? std::optional(res->orth) : std::nullopt).c_str(),
+      res ? (res->passed() ? "true" : "false") : "null", static_cast<unsigned long long>(r.transfers.h2d_bytes),
+      static_cast<unsigned long long>(r.transfers.d2h_bytes));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  config c;
+  CLI::App app{"tessera_qr: tile QR factorization of a random matrix (LAWN 41 GFLOP/s)"};
+  app.option_defaults()->always_capture_default();
+  app.add_option("--m", c.m, "rows");
+  app.add_option("--n", c.n, "columns");
+  app.add_option("--nb", c.nb, "tile size");
+  app.add_option("--ib", c.ib, "inner block size (divides nb)");
+  app.add_option("--precision", c.precision, "s (float) or d (double)")->check(CLI::IsMember({"s", "d"}));
+  app.add_option("--device", c.device, "auto (hybrid with a GPU, else cpu), cpu, gpu (lookahead 1) or hybrid")
+      ->check(CLI::IsMember({"auto", "cpu", "gpu", "hybrid"}));
+  app.add_option("--threads", c.threads, "CPU workers (default: all cores)")->check(CLI::PositiveNumber);
+  app.add_flag("--check", c.check, "compute ||A - QR|| and ||I - Q^T Q|| (threshold 60)");
+  app.add_option("--trace", c.trace, "write a trace of the last run: FILE.json, .dot or .svg");
+  app.add_option("--seed", c.seed, "random seed of the matrix");
+  app.add_option("--repeat", c.repeat, "runs; the median time is reported")->check(CLI::PositiveNumber);
+  app.add_flag("--json", c.json, "print one JSON object instead of text");
+  app.add_option("--lookahead", c.lookahead, "tile columns the CPUs update ahead of the GPU (hybrid; default: tuned)")
+      ->check(CLI::PositiveNumber);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+
+  c.lookahead_given = app.count("--lookahead") > 0;
+  if (c.device == "auto") {
+    c.device = tessera::qr::hybrid_available() ? "hybrid" : "cpu";
+    if (c.device == "cpu" && !c.json)
+      std::printf("tessera_qr: no CUDA device: running on the CPUs\n");
+  }
+  if (c.device == "gpu") c.lookahead = 1;  // the seed's "GPU-only": the CPUs keep only the next panel
+  else if (c.device == "hybrid" && !c.lookahead_given)
+    c.lookahead = tessera::qr::default_lookahead((c.n + c.nb - 1) / std::max(c.nb, 1));
+  try {
+    if (!c.trace.empty()) {
+      const auto dot = c.trace.rfind('.');
+      const std::string ext = dot == std::string::npos ? "" : c.trace.substr(dot);
+      if (ext != ".json" && ext != ".dot" && ext != ".svg")
+        throw std::invalid_argument("--trace " + c.trace + ": the file must end in .json, .dot or .svg");
+    }
+    const result r = c.precision == "s" ? run<float>(c) : run<double>(c);
+    const double gflops = tessera::qr::geqrf_flops(c.m, c.n) / r.seconds * 1e-9;
+    if (c.json) print_json(c, r, gflops);
+    else print_text(c, r, gflops);
+    return r.residuals && !r.residuals->passed() ? 1 : 0;
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "tessera_qr: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tessera_qr: failed: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,141 @@
+// The tessera_qr executable: exit codes, checked runs, JSON output (parsed by python3), traces.
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "tessera/qr/geqrf_hybrid.hpp"
+#include "test_util.hpp"
+
+#ifndef TESSERA_QR_EXE
+#error "TESSERA_QR_EXE (the path of the tessera_qr executable) is set by qr/CMakeLists.txt"
+#endif
+
+namespace {
+
+struct outcome {
+  int code = -1;
+  std::string out;   // stdout and stderr
+};
+
+outcome run(const std::string& args) {
+  const std::string cmd = std::string(TESSERA_QR_EXE) + " " + args + " 2>&1";
+  outcome o;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, pipe)) o.out += buf;
+  const int status = pclose(pipe);
+  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return o;
+}
+
+int shell(const std::string& cmd) {
+  const int status = std::system(cmd.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string seed_arg() { return " --seed " + std::to_string(tessera::testing::seed() % 1000000); }
+
+}  // namespace
+
+TEST_CASE("tessera_qr --check passes and exits 0, both precisions and shapes") {
+  for (const char* args : {"--m 300 --n 200 --nb 64 --ib 16 --threads 2 --check",
+                           "--m 150 --n 260 --nb 32 --ib 8 --precision s --check --repeat 3",
+                           "--m 1 --n 1 --nb 8 --ib 4 --check"}) {
+    CAPTURE(args);
+    const outcome o = run(args + seed_arg() + " --device cpu");
+    CAPTURE(o.out);
+    CHECK(o.code == 0);
+    CHECK(o.out.find("PASSED") != std::string::npos);
+    CHECK(o.out.find("GFLOP/s") != std::string::npos);
+    CHECK(o.out.find("running on the CPUs") != std::string::npos);
+  }
+}
+
+TEST_CASE("tessera_qr: bad arguments exit 2 with a message") {
+  struct bad {
+    const char* args;
+    const char* says;
+  };
+  for (const bad& b : {bad{"--nb 0", "nb = 0"}, bad{"--nb 64 --ib 24", "does not divide"},
+                       bad{"--m 0", "m = 0"}, bad{"--precision x", "precision"},
+                       bad{"--device tpu", "device"}, bad{"--repeat 0", "repeat"}, bad{"--lookahead 0", "lookahead"},
+                       bad{"--no-such-option", "no-such-option"},
+                       bad{"--m 64 --n 64 --trace out.txt", ".json, .dot or .svg"}}) {
+    CAPTURE(b.args);
+    const outcome o = run(b.args);
+    CAPTURE(o.out);
+    CHECK(o.code == 2);
+    CHECK(o.out.find(b.says) != std::string::npos);
+  }
+  CHECK(run("--help").code == 0);
+  if (!tessera::qr::hybrid_available()) {
+    for (const char* device : {"--device gpu", "--device hybrid"}) {
+      const outcome o = run(device);
+      CAPTURE(o.out);
+      CHECK(o.code == 2);
+      CHECK(o.out.find("no CUDA device") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("tessera_qr without --device uses the GPU when there is one and says so when there is none") {
+  const outcome o = run("--m 64 --n 64 --nb 16 --ib 4 --check" + seed_arg());
+  CAPTURE(o.out);
+  CHECK(o.code == 0);
+  if (tessera::qr::hybrid_available()) {
+    CHECK(o.out.find("device hybrid") != std::string::npos);
+  } else {
+    CHECK(o.out.find("no CUDA device: running on the CPUs") != std::string::npos);
+  }
+}
+
+TEST_CASE("tessera_qr --json prints one object that python3 parses") {
+  const std::string exe = TESSERA_QR_EXE;
+  const std::string check =
+      "import json, sys; d = json.load(sys.stdin); "
+      "assert d['m'] == 200 and d['n'] == 120 and d['nb'] == 32 and d['ib'] == 8, d; "
+      "assert d['precision'] == 'd' and d['device'] == 'cpu' and d['threads'] == 2, d; "
+      "assert d['lookahead'] == 3 and d['seconds'] > 0 and d['gflops'] > 0, d; "
+      "assert d['residual_qr'] < 60 and d['residual_orth'] < 60 and d['passed'] is True, d";
+  CHECK(shell(exe + " --m 200 --n 120 --nb 32 --ib 8 --threads 2 --lookahead 3 --device cpu --check --json" +
+              seed_arg() + " | python3 -c \"" + check + "\"") == 0);
+  // Without --check the residual fields are null.
+  CHECK(shell(exe + " --m 50 --n 50 --nb 16 --ib 4 --json | python3 -c \"import json, sys; "
+                    "d = json.load(sys.stdin); assert d['passed'] is None and d['residual_qr'] is None\"") == 0);
+}
+
+TEST_CASE("tessera_qr --trace writes JSON, DOT and SVG and prints the summary") {
+  const std::string dir = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp");
+  const std::string base = dir + "/tessera_qr_test_" + std::to_string(tessera::testing::seed() % 1000000);
+  for (const char* ext : {".json", ".dot", ".svg"}) {
+    const std::string file = base + ext;
+    std::remove(file.c_str());
+    const outcome o = run("--m 96 --n 96 --nb 32 --ib 8 --threads 2 --repeat 2 --device cpu --trace " + file);
+    CAPTURE(o.out);
+    CHECK(o.code == 0);
+    CHECK(o.out.find("trace: ") != std::string::npos);
+    std::ifstream in(file);
+    REQUIRE(in.good());
+    std::stringstream content;
+    content << in.rdbuf();
+    const std::string text = content.str();
+    if (std::string(ext) == ".json") {
+      CHECK(shell("python3 -c \"import json; d = json.load(open('" + file + "')); "
+                  "names = {e.get('name') for e in (d['traceEvents'] if isinstance(d, dict) else d)}; "
+                  "assert {'geqrt', 'tsqrt', 'ormqr', 'tsmqr'} <= names, names\"") == 0);
+    } else if (std::string(ext) == ".dot") {
+      CHECK(text.find("digraph") != std::string::npos);
+      CHECK(text.find("tsmqr") != std::string::npos);
+    } else {
+      CHECK(text.find("<svg") != std::string::npos);
+    }
+    std::remove(file.c_str());
+  }
+}
