@@ -28,6 +28,8 @@
 
 #include <tessera/kernels_gpu.hpp>
 
+#include "../common/svg_chart.hpp"
+
 #include "fill.hpp"
 
 #define LAPACK_COMPLEX_CPP
@@ -121,6 +123,7 @@ struct options {
   std::string precision = "both";
   std::vector<int> steps;
   bool all_steps = false, json = false, blocked = true, explore = false;
+  std::string plot;
 };
 
 // --- explored alternatives (--explore), on gpu_sssmqr_prepare's factors Z_i = [T^T; V T^T] -------
@@ -272,6 +275,7 @@ void run_precision(const options& o, gpu& g) {
 
   if (o.all_steps) {
     double total_ms = 0, total_flops = 0;
+    tessera::bench::series per_step{std::string(letter<T>()) == "s" ? "SSSMQR single" : "SSSMQR double", {}, {}};
     if (!o.json)
       std::printf("\n%s: gpu_sssmqr at every step, n=%d nb=%d ib=%d (median of %d)\n"
                   "%6s %7s %7s %10s %10s %8s\n", letter<T>(), N, nb, o.ib, o.runs, "k", "rows",
@@ -281,6 +285,8 @@ void run_precision(const options& o, gpu& g) {
       const double ms = g.median_ms(o.runs, [&] { sssmqr(s); });
       total_ms += ms;
       total_flops += s.flops;
+      per_step.x.push_back(k);
+      per_step.y.push_back(gflops(s, ms));
       if (o.json)
         std::printf("{\"bench\":\"sssmqr_step\",\"precision\":\"%s\",\"n\":%d,\"nb\":%d,\"ib\":%d,"
                     "\"k\":%d,\"rows\":%d,\"cols\":%d,\"time_ms\":%.4f,\"gflops\":%.1f}\n",
@@ -296,6 +302,20 @@ void run_precision(const options& o, gpu& g) {
     else
       std::printf("all steps: %.1f ms of GPU update, %.0f GFLOP/s overall\n", total_ms,
                   total_flops / (total_ms * 1e6));
+    if (!o.plot.empty()) {
+      // One file per precision: FILE.svg becomes FILE-d.svg / FILE-s.svg.
+      std::string path = o.plot;
+      const auto dot = path.rfind('.');
+      path.insert(dot == std::string::npos ? path.size() : dot, std::string("-") + letter<T>());
+      std::vector<tessera::bench::series> lines{per_step};
+      if (gemm_gflops > 0)
+        lines.push_back({"cuBLAS gemm " + std::to_string(o.gemm_size) + "^3", {per_step.x.front(), per_step.x.back()},
+                         {gemm_gflops, gemm_gflops}});
+      tessera::bench::write_line_chart(path, "aggregated SSSMQR per step k, n=" + std::to_string(N) + " nb=" +
+                                                 std::to_string(nb) + " ib=" + std::to_string(o.ib),
+                                       "step k", "GFLOP/s", lines);
+      if (!o.json) std::printf("plot: %s\n", path.c_str());
+    }
     return;
   }
 
@@ -416,6 +436,7 @@ int main(int argc, char** argv) {
   app.add_option("--steps", steps, "comma-separated steps k to measure (default: 0, mt/4, mt/2, 3mt/4, 7mt/8)");
   app.add_option("--gemm", o.gemm_size, "order of the cuBLAS GEMM baseline (0: none)")->check(CLI::NonNegativeNumber);
   app.add_flag("--all-steps", o.all_steps, "time gpu_sssmqr at every step k (Figure 7b)");
+  app.add_option("--plot", o.plot, "with --all-steps: write the per-step rate as SVG (FILE-d.svg, FILE-s.svg)");
   app.add_flag("--json", o.json, "JSON lines instead of tables");
   app.add_flag("--explore", o.explore, "also time other formulations of the apply step");
   app.add_flag("!--no-blocked", o.blocked, "skip the ib-blocked baseline");

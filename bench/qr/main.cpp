@@ -8,10 +8,13 @@
 // storage; its setup (copies, allocation, workspace queries) is outside the timing. The tile
 // timing includes the conversion to tiles, as a column-major caller would pay it. Figures are
 // medians of --repeat runs, GFLOP/s by LAWN 41 (4/3 n^3 + 2 n^2 + 14/3 n for n x n).
-// Contestants are a list: the GPU issue adds cuSOLVER and the gpu/hybrid tile QR beside these.
+// With a GPU (built with CUDA and a device present) the list grows: Tessera gpu (lookahead 1) and
+// hybrid, cuSOLVER GEQRF (matrix already on the device, as its own callers have it) and cuBLAS GEMM
+// as the rate ceiling (2 n^3 flops). --plot FILE.svg draws GFLOP/s against n (the seed's Figure 7a).
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -26,8 +29,15 @@
 
 #include <lapacke.h>
 
+#include "../common/svg_chart.hpp"
 #include "tessera/qr.hpp"
 #include "tessera/sched.hpp"
+
+#if TESSERA_BENCH_CUDA
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cusolverDn.h>
+#endif
 
 extern "C" {
 char* openblas_get_config(void);
@@ -42,6 +52,10 @@ struct options {
   int repeat = 3, nb = 256, ib = 32;
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   bool json = false;
+  int lookahead = 0;                 // hybrid; 0: tessera::qr::default_lookahead
+  int max_cpu_n = 16384;             // CPU-only contestants skip larger n (they take minutes there)
+  bool gpu = true;                   // GPU contestants when a device is present
+  std::string plot;                  // SVG of GFLOP/s against n
 };
 
 std::string cpu_model() {
@@ -66,6 +80,8 @@ template <class T>
 struct contestant {
   std::string name;
   std::function<double(const std::vector<T>& a, int n)> time_one;
+  int max_n = 1 << 30;      // larger n: skipped
+  bool gemm_flops = false;  // rated by 2 n^3 (a GEMM reference), not the GEQRF count
 };
 
 template <class T>
@@ -89,6 +105,99 @@ contestant<T> tessera_cpu(tessera::runtime& rt, const options& o) {
           }};
 }
 
+#if TESSERA_BENCH_CUDA
+void cuda_check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+// Tessera's tile QR on the CPU workers and the GPU; tiles pinned and allocated once per n.
+template <class T>
+contestant<T> tessera_gpu(tessera::runtime& rt, const options& o, int lookahead, const char* mode) {
+  auto cache = std::make_shared<std::pair<int, std::unique_ptr<tessera::qr::qr_factors<T>>>>();
+  return {std::string("tessera ") + mode + " (lookahead " + std::to_string(lookahead) + ")",
+          [&rt, o, lookahead, cache](const std::vector<T>& a, int n) {
+            if (cache->first != n) {
+              cache->second.reset();
+              cache->second = std::make_unique<tessera::qr::qr_factors<T>>(rt, n, n, o.nb, o.ib,
+                                                                           tessera::qr::pinned_allocator());
+              std::fill_n(cache->second->a().data(), cache->second->a().size(), T(0));
+              cache->first = n;
+            }
+            auto& f = *cache->second;
+            tessera::qr::hybrid_options h;
+            h.lookahead = lookahead;
+            tessera::qr::blas_threads single(1);
+            const auto t0 = std::chrono::steady_clock::now();
+            tessera::qr::to_tiles_async(rt, a.data(), n, f.a(), f.ha(), "A");
+            tessera::qr::geqrf_hybrid(rt, f, h);
+            return seconds_since(t0);
+          }};
+}
+
+// cuSOLVER GEQRF on a matrix already on the device (its copy in is not timed).
+template <class T>
+contestant<T> cusolver() {
+  return {"cuSOLVER geqrf (device-resident)", [](const std::vector<T>& a, int n) {
+            cusolverDnHandle_t h;
+            if (cusolverDnCreate(&h) != CUSOLVER_STATUS_SUCCESS) throw std::runtime_error("cusolverDnCreate failed");
+            T *da = nullptr, *dtau = nullptr, *dwork = nullptr;
+            int* dinfo = nullptr;
+            int lwork = 0;
+            cuda_check(cudaMalloc(&da, sizeof(T) * a.size()), "cudaMalloc");
+            cuda_check(cudaMalloc(&dtau, sizeof(T) * std::size_t(n)), "cudaMalloc");
+            cuda_check(cudaMalloc(&dinfo, sizeof(int)), "cudaMalloc");
+            cuda_check(cudaMemcpy(da, a.data(), sizeof(T) * a.size(), cudaMemcpyHostToDevice), "cudaMemcpy");
+            if constexpr (std::is_same_v<T, float>) cusolverDnSgeqrf_bufferSize(h, n, n, da, n, &lwork);
+            else cusolverDnDgeqrf_bufferSize(h, n, n, da, n, &lwork);
+            cuda_check(cudaMalloc(&dwork, sizeof(T) * std::size_t(lwork)), "cudaMalloc");
+            cuda_check(cudaDeviceSynchronize(), "sync");
+            const auto t0 = std::chrono::steady_clock::now();
+            if constexpr (std::is_same_v<T, float>) cusolverDnSgeqrf(h, n, n, da, n, dtau, dwork, lwork, dinfo);
+            else cusolverDnDgeqrf(h, n, n, da, n, dtau, dwork, lwork, dinfo);
+            cuda_check(cudaDeviceSynchronize(), "cusolver geqrf");
+            const double s = seconds_since(t0);
+            cudaFree(da);
+            cudaFree(dtau);
+            cudaFree(dwork);
+            cudaFree(dinfo);
+            cusolverDnDestroy(h);
+            return s;
+          }};
+}
+
+// cuBLAS GEMM n x n x n on the device: the rate ceiling the issue compares against.
+template <class T>
+contestant<T> cublas_gemm() {
+  contestant<T> c{"cuBLAS gemm (2n^3, ceiling)", [](const std::vector<T>& a, int n) {
+                    cublasHandle_t h;
+                    cublasCreate(&h);
+                    T *da = nullptr, *dc = nullptr;
+                    cuda_check(cudaMalloc(&da, sizeof(T) * a.size()), "cudaMalloc");
+                    cuda_check(cudaMalloc(&dc, sizeof(T) * a.size()), "cudaMalloc");
+                    cuda_check(cudaMemcpy(da, a.data(), sizeof(T) * a.size(), cudaMemcpyHostToDevice), "cudaMemcpy");
+                    const T one = 1, zero = 0;
+                    auto gemm = [&] {
+                      if constexpr (std::is_same_v<T, float>)
+                        cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, da, n, da, n, &zero, dc, n);
+                      else
+                        cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, da, n, da, n, &zero, dc, n);
+                    };
+                    gemm();  // warm-up
+                    cuda_check(cudaDeviceSynchronize(), "gemm");
+                    const auto t0 = std::chrono::steady_clock::now();
+                    gemm();
+                    cuda_check(cudaDeviceSynchronize(), "gemm");
+                    const double s = seconds_since(t0);
+                    cudaFree(da);
+                    cudaFree(dc);
+                    cublasDestroy(h);
+                    return s;
+                  }};
+  c.gemm_flops = true;
+  return c;
+}
+#endif
+
 template <class T>
 contestant<T> lapack() {
   const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
@@ -108,6 +217,12 @@ contestant<T> lapack() {
           }};
 }
 
+template <class T>
+double rate(const contestant<T>& c, int n, double seconds) {
+  const double flops = c.gemm_flops ? 2.0 * double(n) * double(n) * double(n) : tessera::qr::geqrf_flops(n, n);
+  return flops / seconds * 1e-9;
+}
+
 struct result_row {
   int n;
   std::vector<double> seconds;   // median per contestant
@@ -117,9 +232,30 @@ template <class T>
 int run(const options& o) {
   tessera::runtime rt({.workers = o.threads});
   tessera::qr::qr_factors<T>(rt, 1, 1, o.nb, o.ib);   // bad nb/ib fail here, before any output
-  // The baseline last: ratios are against it.
-  std::vector<contestant<T>> contestants{tessera_cpu<T>(rt, o), lapack<T>()};
+  // The baselines last: ratios are against LAPACK (CPU) and cuSOLVER (GPU).
+  std::vector<contestant<T>> contestants{tessera_cpu<T>(rt, o)};
+  contestants[0].max_n = o.max_cpu_n;
+  const bool gpu = o.gpu && tessera::qr::hybrid_available();
+  std::unique_ptr<tessera::runtime> rt_gpu;
+#if TESSERA_BENCH_CUDA
+  if (gpu) {
+    rt_gpu = std::make_unique<tessera::runtime>(tessera::runtime_options{.workers = o.threads, .gpu_streams = 2});
+    const int nt_max = (*std::max_element(o.sizes.begin(), o.sizes.end()) + o.nb - 1) / o.nb;
+    contestants.push_back(tessera_gpu<T>(*rt_gpu, o, 1, "gpu"));
+    contestants.push_back(tessera_gpu<T>(*rt_gpu, o, o.lookahead ? o.lookahead : tessera::qr::default_lookahead(nt_max), "hybrid"));
+  }
+#endif
+  contestants.push_back(lapack<T>());
+  contestants.back().max_n = o.max_cpu_n;
   const std::size_t base = contestants.size() - 1;
+  std::size_t gpu_base = 0;
+#if TESSERA_BENCH_CUDA
+  if (gpu) {
+    contestants.push_back(cusolver<T>());
+    gpu_base = contestants.size() - 1;
+    contestants.push_back(cublas_gemm<T>());
+  }
+#endif
 
   const char* coretype = std::getenv("OPENBLAS_CORETYPE");
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
@@ -128,11 +264,12 @@ int run(const options& o) {
     std::printf("tessera_qr_bench: %s, %u cores; %s (core %s)%s%s\n", cpu_model().c_str(), cores,
                 openblas_get_config(), openblas_get_corename(), coretype ? ", OPENBLAS_CORETYPE=" : "",
                 coretype ? coretype : "");
-    std::printf("%s precision GEQRF n x n, nb %d, ib %d, median of %d runs, GFLOP/s by LAWN 41\n\n",
+    if (gpu) std::printf("GPU: %s\n", tessera::qr::gpu_name().c_str());
+    std::printf("%s precision GEQRF n x n, nb %d, ib %d, median of %d runs, GFLOP/s by LAWN 41; '-': skipped\n\n",
                 prec, o.nb, o.ib, o.repeat);
     std::printf("%7s", "n");
     for (const auto& c : contestants) std::printf(" | %-36s", c.name.c_str());
-    std::printf(" | tile / LAPACK\n%7s", "");
+    std::printf(" | tile / LAPACK%s\n%7s", gpu ? " | best tessera GPU / cuSOLVER" : "", "");
     for (std::size_t i = 0; i < contestants.size(); ++i) std::printf(" | %12s %12s %10s", "seconds", "GFLOP/s", "");
     std::printf(" |\n");
   }
@@ -146,14 +283,20 @@ int run(const options& o) {
     // Runs interleaved (A B A B ...), so a load change on a shared machine hits both sides alike.
     std::vector<std::vector<double>> runs(contestants.size());
     for (int r = 0; r < o.repeat; ++r)
-      for (std::size_t c = 0; c < contestants.size(); ++c) runs[c].push_back(contestants[c].time_one(a, n));
+      for (std::size_t c = 0; c < contestants.size(); ++c)
+        runs[c].push_back(n <= contestants[c].max_n ? contestants[c].time_one(a, n) : std::nan(""));
     result_row row{n, {}};
     for (const auto& r : runs) row.seconds.push_back(median(r));
-    const double flops = tessera::qr::geqrf_flops(n, n);
     if (!o.json) {
       std::printf("%7d", n);
-      for (double s : row.seconds) std::printf(" | %12.4f %12.2f %10s", s, flops / s * 1e-9, "");
-      std::printf(" | %.2fx\n", row.seconds[base] / row.seconds[0]);
+      for (std::size_t c = 0; c < contestants.size(); ++c) {
+        const double s = row.seconds[c];
+        if (std::isnan(s)) std::printf(" | %12s %12s %10s", "-", "-", "");
+        else std::printf(" | %12.4f %12.2f %10s", s, rate(contestants[c], n, s), "");
+      }
+      std::printf(" | %.2fx", row.seconds[base] / row.seconds[0]);
+      if (gpu) std::printf(" | %.2fx", row.seconds[gpu_base] / std::min(row.seconds[1], row.seconds[2]));
+      std::printf("\n");
       std::fflush(stdout);
     }
     rows.push_back(row);
@@ -167,15 +310,30 @@ int run(const options& o) {
                 o.repeat);
     bool first = true;
     for (const auto& row : rows) {
-      const double flops = tessera::qr::geqrf_flops(row.n, row.n);
       for (std::size_t i = 0; i < contestants.size(); ++i) {
         std::printf("%s{\"n\": %d, \"contestant\": \"%s\", \"seconds\": %.6g, \"gflops\": %.6g}",
                     first ? "" : ", ", row.n, contestants[i].name.c_str(), row.seconds[i],
-                    flops / row.seconds[i] * 1e-9);
+                    rate(contestants[i], row.n, row.seconds[i]));
         first = false;
       }
     }
     std::printf("]}\n");
+  }
+  if (!o.plot.empty()) {
+    std::vector<tessera::bench::series> lines;
+    for (std::size_t c = 0; c < contestants.size(); ++c) {
+      tessera::bench::series s{contestants[c].name, {}, {}};
+      for (const auto& row : rows) {
+        s.x.push_back(row.n);
+        s.y.push_back(std::isnan(row.seconds[c]) ? std::nan("") : rate(contestants[c], row.n, row.seconds[c]));
+      }
+      lines.push_back(std::move(s));
+    }
+    tessera::bench::write_line_chart(o.plot, std::string(prec) + " precision QR (GEQRF n x n), " +
+                                                 (gpu ? tessera::qr::gpu_name() + " + " : std::string()) +
+                                                 std::to_string(cores) + " cores",
+                                     "n", "GFLOP/s (LAWN 41; GEMM: 2n^3)", lines);
+    if (!o.json) std::printf("plot: %s\n", o.plot.c_str());
   }
   return 0;
 }
@@ -193,6 +351,10 @@ int main(int argc, char** argv) {
   app.add_option("--ib", o.ib, "inner block size (divides nb)");
   app.add_option("--threads", o.threads, "tile QR workers (default: all cores)")->check(CLI::PositiveNumber);
   app.add_flag("--json", o.json, "print one JSON object");
+  app.add_option("--lookahead", o.lookahead, "hybrid lookahead (0: default)")->check(CLI::NonNegativeNumber);
+  app.add_option("--max-cpu-n", o.max_cpu_n, "skip the CPU-only contestants above this n");
+  app.add_flag("!--no-gpu", o.gpu, "leave out the GPU contestants");
+  app.add_option("--plot", o.plot, "write GFLOP/s against n as SVG");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
