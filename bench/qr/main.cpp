@@ -53,6 +53,7 @@ struct options {
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   bool json = false;
   int lookahead = 0;                 // hybrid; 0: tessera::qr::default_lookahead
+  int gpu_nb = 192;                  // tile size of the GPU contestants (tessera_qr's default there)
   int max_cpu_n = 16384;             // CPU-only contestants skip larger n (they take minutes there)
   bool gpu = true;                   // GPU contestants when a device is present
   std::string plot;                  // SVG of GFLOP/s against n
@@ -114,11 +115,11 @@ void cuda_check(cudaError_t e, const char* what) {
 template <class T>
 contestant<T> tessera_gpu(tessera::runtime& rt, const options& o, int lookahead, const char* mode) {
   auto cache = std::make_shared<std::pair<int, std::unique_ptr<tessera::qr::qr_factors<T>>>>();
-  return {std::string("tessera ") + mode + " (lookahead " + std::to_string(lookahead) + ")",
+  return {std::string("tessera ") + mode + " (nb " + std::to_string(o.gpu_nb) + ", lookahead " + std::to_string(lookahead) + ")",
           [&rt, o, lookahead, cache](const std::vector<T>& a, int n) {
             if (cache->first != n) {
               cache->second.reset();
-              cache->second = std::make_unique<tessera::qr::qr_factors<T>>(rt, n, n, o.nb, o.ib,
+              cache->second = std::make_unique<tessera::qr::qr_factors<T>>(rt, n, n, o.gpu_nb, o.ib,
                                                                            tessera::qr::pinned_allocator());
               std::fill_n(cache->second->a().data(), cache->second->a().size(), T(0));
               cache->first = n;
@@ -242,7 +243,7 @@ int run(const options& o) {
     rt_gpu = std::make_unique<tessera::runtime>(tessera::runtime_options{.workers = o.threads, .gpu_streams = 2});
     const int nt_max = (*std::max_element(o.sizes.begin(), o.sizes.end()) + o.nb - 1) / o.nb;
     contestants.push_back(tessera_gpu<T>(*rt_gpu, o, 1, "gpu"));
-    contestants.push_back(tessera_gpu<T>(*rt_gpu, o, o.lookahead ? o.lookahead : tessera::qr::default_lookahead(nt_max), "hybrid"));
+    contestants.push_back(tessera_gpu<T>(*rt_gpu, o, o.lookahead ? o.lookahead : std::max(2, tessera::qr::default_lookahead(nt_max)), "hybrid"));
   }
 #endif
   contestants.push_back(lapack<T>());
@@ -352,6 +353,7 @@ int main(int argc, char** argv) {
   app.add_option("--threads", o.threads, "tile QR workers (default: all cores)")->check(CLI::PositiveNumber);
   app.add_flag("--json", o.json, "print one JSON object");
   app.add_option("--lookahead", o.lookahead, "hybrid lookahead (0: default)")->check(CLI::NonNegativeNumber);
+  app.add_option("--gpu-nb", o.gpu_nb, "tile size of the GPU contestants");
   app.add_option("--max-cpu-n", o.max_cpu_n, "skip the CPU-only contestants above this n");
   app.add_flag("!--no-gpu", o.gpu, "leave out the GPU contestants");
   app.add_option("--plot", o.plot, "write GFLOP/s against n as SVG");

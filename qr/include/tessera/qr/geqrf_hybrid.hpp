@@ -41,7 +41,8 @@ std::uint64_t hybrid_task_count(int mt, int nt, const hybrid_options& options);
 // The GPU's name, or "" without one.
 std::string gpu_name();
 
-// Lookahead chosen when none is given: measured on the GPU machine (README, "hybrid QR").
+// Lookahead chosen when none is given: measured on the GPU machine (README, "hybrid QR"); at least 1
+// whenever there is a trailing column.
 int default_lookahead(int nt) noexcept;
 
 }  // namespace tessera::qr
