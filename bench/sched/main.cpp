@@ -136,7 +136,8 @@ int main(int argc, char** argv) {
                 std::thread::hardware_concurrency(), threads, load_average().c_str());
     std::printf("time: median of %u back-to-back runs of the whole build + dependency inference + insert +\n"
                 "  run + wait, after one untimed warm-up run per runtime that verifies the execution order\n", repeat);
-    std::printf("  tessera: runtime({.workers = %u}) built and handles registered (register_key) before timing\n",
+    std::printf("  tessera: runtime({.workers = %u}) built and one handle per datum registered (register_key)\n"
+                "    before timing: random3 1,024, independent N, aggregate d, cholesky one per lower tile\n",
                 threads);
     const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
     std::printf("  openmp: libgomp (g++ %s), parallel num_threads(%u) + single inserting thread, depend\n"

@@ -31,9 +31,13 @@ inline void cpu_relax() noexcept {
 class spinlock {
  public:
   void lock() noexcept {
-    for (;;) {
+    for (int spins = 0;;) {
       if (!_flag.exchange(true, std::memory_order_acquire)) return;
-      while (_flag.load(std::memory_order_relaxed)) cpu_relax();
+      while (_flag.load(std::memory_order_relaxed)) {
+        // A holder preempted on an oversubscribed machine would make pure spinning pathological.
+        if (++spins < 64) cpu_relax();
+        else std::this_thread::yield();
+      }
     }
   }
   bool try_lock() noexcept {
@@ -46,7 +50,11 @@ class spinlock {
 };
 
 struct sequence_state {
-  std::atomic<std::size_t> in_flight{0};
+  // In flight = submitted - completed: the inserting thread alone writes `submitted`, so it and the
+  // workers do not bounce one cache line per task.
+  std::size_t submitted = 0;
+  alignas(64) std::atomic<std::size_t> completed{0};
+  std::size_t in_flight() const noexcept { return submitted - completed.load(std::memory_order_acquire); }
   std::atomic<bool> cancelled{false};
   std::mutex mutex;
   std::exception_ptr error;  // the first error; guarded by mutex
@@ -95,7 +103,7 @@ struct task_node {
   // Unfinished predecessors, plus one until submit(): the task is ready when it reaches zero.
   std::atomic<int> pending{1};
   spinlock lock;   // guards done and successors
-  bool done = false;
+  std::atomic<bool> done{false};  // set under lock; read without it on the fast path
   std::vector<task_node*> successors;
 
   task_fn body;
@@ -123,7 +131,7 @@ struct task_node {
 
   void reset() noexcept {
     pending.store(1, std::memory_order_relaxed);
-    done = false;
+    done.store(false, std::memory_order_relaxed);
     successors.clear();
     body.reset();
     priority = 0;

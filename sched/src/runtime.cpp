@@ -83,7 +83,7 @@ runtime_impl::runtime_impl(const runtime_options& options)
 runtime_impl::~runtime_impl() {
   try {
     if (open_builder) submit(open_builder);
-    help_until([&] { return in_flight.load(std::memory_order_acquire) == 0; });
+    help_until([&] { return in_flight() == 0; });
   } catch (...) {
   }
   gpu.reset();
@@ -131,10 +131,13 @@ void runtime_impl::link(task_node* pred, task_node* succ, hazard kind) {
   pred->last_linked_successor = succ;
   if (pred->traced && succ->traced) trace_edges.push_back({pred->id, succ->id, kind});
   if (log_debug) log->debug("  {} {} -> {}", to_string(kind), pred->id, succ->id);
+  // Most predecessors of an aggregated task have finished by the time it is built: no lock for them.
+  if (pred->done.load(std::memory_order_acquire)) return;
   std::lock_guard lock(pred->lock);
-  if (pred->done) return;
+  if (pred->done.load(std::memory_order_relaxed)) return;
+  // No reference for the list: a successor cannot finish, so cannot be recycled, before this
+  // predecessor has released it.
   succ->pending.fetch_add(1, std::memory_order_relaxed);
-  succ->refs.fetch_add(1, std::memory_order_relaxed);
   pred->successors.push_back(succ);
 }
 
@@ -212,12 +215,13 @@ void runtime_impl::submit(task_node* t) {
       for (auto& [h, mode] : t->accesses) t->via_gpu_thread = t->via_gpu_thread || h->gpu_touched;
     }
   }
-  t->seq->in_flight.fetch_add(1, std::memory_order_relaxed);
-  const std::size_t now = in_flight.fetch_add(1, std::memory_order_acq_rel) + 1;
+  ++t->seq->submitted;
+  ++submitted;
+  const std::size_t now = in_flight();
   if (log_debug) log->debug("task {} '{}' submitted", t->id, t->label);
   if (t->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) make_ready(t);
   if (now >= window)
-    help_until([&] { return in_flight.load(std::memory_order_acquire) < window; });
+    help_until([&] { return in_flight() < window; });
 }
 
 void runtime_impl::make_ready(task_node* t) {
@@ -244,6 +248,8 @@ void runtime_impl::spawn_runner() {
     if (active_runners.compare_exchange_weak(active, active + 1, std::memory_order_acq_rel)) {
       live_runners.fetch_add(1, std::memory_order_acq_rel);
       arena->enqueue([this] {
+        // Pairs with the increment above: oneTBB's hand-off to a worker is invisible to TSan.
+        (void)live_runners.load(std::memory_order_acquire);
         runner_loop();
         live_runners.fetch_sub(1, std::memory_order_acq_rel);  // the last touch of this runtime
       });
@@ -360,19 +366,17 @@ bool runtime_impl::run_body(task_node* t, unsigned worker) {
 void runtime_impl::complete(task_node* t) {
   {
     std::lock_guard lock(t->lock);
-    t->done = true;
+    t->done.store(true, std::memory_order_release);
   }
   // No successor can be added once done is set, so the list is ours to walk.
   for (task_node* s : t->successors) {
-    if (s->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) make_ready(s);
-    release(s);
+    if (s->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) make_ready(s);  // s is not touched after
   }
   t->successors.clear();
   sequence_state* seq = t->seq;
   release(t);
-  seq->in_flight.fetch_sub(1, std::memory_order_acq_rel);
-  in_flight.fetch_sub(1, std::memory_order_acq_rel);
-  if (waiters.load(std::memory_order_acquire) > 0) in_flight.notify_all();
+  seq->completed.fetch_add(1, std::memory_order_acq_rel);
+  completed.fetch_add(1, std::memory_order_acq_rel);
 }
 
 void runtime_impl::release(task_node* t) {
@@ -395,20 +399,18 @@ void runtime_impl::help_until(Done done) {
   while (!done()) {
     if (help_once()) continue;
     // Nothing ready here: wait for a completion, which may make something ready.
-    const std::size_t seen = in_flight.load(std::memory_order_acquire);
+    const std::size_t seen = completed.load(std::memory_order_acquire);
     if (done()) break;
     if (max_runners == 0 && !gpu && ready.empty()) {
       // Only this thread runs tasks: nothing ready means nothing can ever become ready.
       throw std::logic_error("tessera::runtime: tasks in flight but none can run (a task left unsubmitted?)");
     }
-    waiters.fetch_add(1, std::memory_order_acq_rel);
-    for (int spin = 0; spin < 64 && in_flight.load(std::memory_order_acquire) == seen && ready.empty(); ++spin)
+    for (int spin = 0; spin < 64 && completed.load(std::memory_order_acquire) == seen && ready.empty(); ++spin)
       cpu_relax();
-    if (in_flight.load(std::memory_order_acquire) == seen && ready.empty()) {
-      // Bounded sleep: a ready task pushed to a mailbox does not change in_flight.
+    if (completed.load(std::memory_order_acquire) == seen && ready.empty()) {
+      // Bounded sleep: a ready task pushed to a mailbox does not change the counts.
       std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
-    waiters.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
 
@@ -427,7 +429,7 @@ void runtime_impl::record_error(sequence_state& s, std::exception_ptr e) {
 void runtime_impl::wait_all() {
   if (open_builder)
     throw std::logic_error("tessera::runtime::wait_all: a task is still being built; submit() it first");
-  help_until([&] { return in_flight.load(std::memory_order_acquire) == 0; });
+  help_until([&] { return in_flight() == 0; });
   std::vector<sequence_state*> reported;
   {
     std::lock_guard lock(errors_mutex);
@@ -446,7 +448,7 @@ void runtime_impl::wait_all() {
 void runtime_impl::wait(sequence_state& s) {
   if (open_builder)
     throw std::logic_error("tessera::runtime::wait: a task is still being built; submit() it first");
-  help_until([&] { return s.in_flight.load(std::memory_order_acquire) == 0; });
+  help_until([&] { return s.in_flight() == 0; });
   {
     std::lock_guard lock(errors_mutex);
     failed.erase(std::remove(failed.begin(), failed.end(), &s), failed.end());

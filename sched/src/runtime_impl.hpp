@@ -2,6 +2,7 @@
 // The runtime core's state, shared by runtime.cpp and the GPU backend. Not installed.
 #include <spdlog/spdlog.h>
 
+#include <oneapi/tbb/concurrent_queue.h>
 #include <oneapi/tbb/task_arena.h>
 
 #include <atomic>
@@ -22,26 +23,37 @@ namespace tessera::detail {
 class ready_queue {
  public:
   void push(task_node* t) {
-    std::lock_guard lock(_lock);
-    if (t->priority == 0) _fifo.push_back(t);
-    else _heap.push(t);
-    _size.fetch_add(1, std::memory_order_release);
+    if (t->priority == 0) {
+      _fifo.push(t);
+    } else {
+      std::lock_guard lock(_lock);
+      _heap.push(t);
+      _heap_size.fetch_add(1, std::memory_order_release);
+    }
   }
   task_node* pop() {
-    if (_size.load(std::memory_order_acquire) == 0) return nullptr;
-    std::lock_guard lock(_lock);
     task_node* t = nullptr;
-    if (!_heap.empty() && (_heap.top()->priority > 0 || _fifo.empty())) {
-      t = _heap.top();
-      _heap.pop();
-    } else if (!_fifo.empty()) {
-      t = _fifo.front();
-      _fifo.pop_front();
+    if (_heap_size.load(std::memory_order_acquire) != 0) {
+      std::lock_guard lock(_lock);
+      if (!_heap.empty() && _heap.top()->priority > 0) {
+        t = _heap.top();
+        _heap.pop();
+        _heap_size.fetch_sub(1, std::memory_order_relaxed);
+        return t;
+      }
     }
-    if (t) _size.fetch_sub(1, std::memory_order_relaxed);
+    if (_fifo.try_pop(t)) return t;
+    if (_heap_size.load(std::memory_order_acquire) != 0) {  // negative priorities: after the FIFO
+      std::lock_guard lock(_lock);
+      if (!_heap.empty()) {
+        t = _heap.top();
+        _heap.pop();
+        _heap_size.fetch_sub(1, std::memory_order_relaxed);
+      }
+    }
     return t;
   }
-  bool empty() const { return _size.load(std::memory_order_acquire) == 0; }
+  bool empty() const { return _fifo.empty() && _heap_size.load(std::memory_order_acquire) == 0; }
 
  private:
   struct later {
@@ -49,9 +61,10 @@ class ready_queue {
       return a->priority != b->priority ? a->priority < b->priority : a->id > b->id;
     }
   };
+  // Priority 0, the usual case: oneTBB's concurrent queue, no lock a preempted thread could hold.
+  tbb::concurrent_queue<task_node*> _fifo;
   spinlock _lock;
-  std::atomic<std::size_t> _size{0};
-  std::deque<task_node*> _fifo;
+  std::atomic<std::size_t> _heap_size{0};
   std::priority_queue<task_node*, std::vector<task_node*>, later> _heap;
 };
 
@@ -109,8 +122,10 @@ struct runtime_impl {
   std::atomic<unsigned> live_runners{0};  // enqueued or running runner_loops; the destructor waits for 0
   unsigned max_runners;
 
-  std::atomic<std::size_t> in_flight{0};
-  std::atomic<int> waiters{0};
+  // In flight = submitted (inserting thread only) - completed (workers): see sequence_state.
+  std::size_t submitted = 0;
+  alignas(64) std::atomic<std::size_t> completed{0};
+  std::size_t in_flight() const noexcept { return submitted - completed.load(std::memory_order_acquire); }
   std::uint64_t next_id = 0;
   task_node* open_builder = nullptr;
 

@@ -34,7 +34,7 @@ task_node* new_task(runtime_impl& impl);
 
 struct runtime_options {
   unsigned workers = 0;        // threads that run CPU tasks, the inserting thread included; 0: all cores
-  std::size_t window = 16384;  // tasks in flight before the inserting thread stops and helps run them
+  std::size_t window = 1 << 18;  // tasks in flight before the inserting thread stops and helps run them
   bool trace = false;          // record a trace from the start (see runtime::enable_trace)
   // GPU backend: with gpu_streams > 0 the runtime drives one CUDA device (gpu_device) with that many
   // streams, each with its own cuBLAS handle; needs a CUDA build and a device (runtime::gpu_available).
