@@ -295,7 +295,8 @@ int run(const options& o) {
         if (std::isnan(s)) std::printf(" | %12s %12s %10s", "-", "-", "");
         else std::printf(" | %12.4f %12.2f %10s", s, rate(contestants[c], n, s), "");
       }
-      std::printf(" | %.2fx", row.seconds[base] / row.seconds[0]);
+      if (std::isnan(row.seconds[0]) || std::isnan(row.seconds[base])) std::printf(" | %13s", "-");
+      else std::printf(" | %12.2fx", row.seconds[base] / row.seconds[0]);
       if (gpu) std::printf(" | %.2fx", row.seconds[gpu_base] / std::min(row.seconds[1], row.seconds[2]));
       std::printf("\n");
       std::fflush(stdout);

@@ -267,13 +267,21 @@ unsigned runtime_impl::current_worker() const {
 void runtime_impl::runner_loop() {
   const unsigned me = current_worker();
   for (;;) {
-    // Spin briefly before leaving: a successor usually becomes ready within microseconds.
-    for (int idle = 0; idle < 256; ++idle) {
-      while (task_node* t = pop_for(me)) {
+    // Stay a little while idle before leaving: inserting code usually makes the next task ready
+    // within microseconds, and waking a sleeping oneTBB worker costs tens of them.
+    auto idle_since = std::chrono::steady_clock::now();
+    for (int idle = 0;; ++idle) {
+      if (task_node* t = pop_for(me)) {
         execute(t, me);
         idle = 0;
+        continue;
       }
       cpu_relax();
+      if ((idle & 255) == 255) {
+        const auto now = std::chrono::steady_clock::now();
+        if (idle == 255) idle_since = now;
+        else if (now - idle_since > std::chrono::microseconds(200)) break;
+      }
     }
     active_runners.fetch_sub(1, std::memory_order_acq_rel);
     // A task pushed after our last pop saw active_runners before the decrement; take it on.

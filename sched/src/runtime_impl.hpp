@@ -2,7 +2,6 @@
 // The runtime core's state, shared by runtime.cpp and the GPU backend. Not installed.
 #include <spdlog/spdlog.h>
 
-#include <oneapi/tbb/concurrent_queue.h>
 #include <oneapi/tbb/task_arena.h>
 
 #include <atomic>
@@ -23,37 +22,26 @@ namespace tessera::detail {
 class ready_queue {
  public:
   void push(task_node* t) {
-    if (t->priority == 0) {
-      _fifo.push(t);
-    } else {
-      std::lock_guard lock(_lock);
-      _heap.push(t);
-      _heap_size.fetch_add(1, std::memory_order_release);
-    }
+    std::lock_guard lock(_lock);
+    if (t->priority == 0) _fifo.push_back(t);
+    else _heap.push(t);
+    _size.fetch_add(1, std::memory_order_release);
   }
   task_node* pop() {
+    if (_size.load(std::memory_order_acquire) == 0) return nullptr;  // the common idle poll: no lock
+    std::lock_guard lock(_lock);
     task_node* t = nullptr;
-    if (_heap_size.load(std::memory_order_acquire) != 0) {
-      std::lock_guard lock(_lock);
-      if (!_heap.empty() && _heap.top()->priority > 0) {
-        t = _heap.top();
-        _heap.pop();
-        _heap_size.fetch_sub(1, std::memory_order_relaxed);
-        return t;
-      }
+    if (!_heap.empty() && (_heap.top()->priority > 0 || _fifo.empty())) {
+      t = _heap.top();
+      _heap.pop();
+    } else if (!_fifo.empty()) {
+      t = _fifo.front();
+      _fifo.pop_front();
     }
-    if (_fifo.try_pop(t)) return t;
-    if (_heap_size.load(std::memory_order_acquire) != 0) {  // negative priorities: after the FIFO
-      std::lock_guard lock(_lock);
-      if (!_heap.empty()) {
-        t = _heap.top();
-        _heap.pop();
-        _heap_size.fetch_sub(1, std::memory_order_relaxed);
-      }
-    }
+    if (t) _size.fetch_sub(1, std::memory_order_relaxed);
     return t;
   }
-  bool empty() const { return _fifo.empty() && _heap_size.load(std::memory_order_acquire) == 0; }
+  bool empty() const { return _size.load(std::memory_order_acquire) == 0; }
 
  private:
   struct later {
@@ -61,10 +49,11 @@ class ready_queue {
       return a->priority != b->priority ? a->priority < b->priority : a->id > b->id;
     }
   };
-  // Priority 0, the usual case: oneTBB's concurrent queue, no lock a preempted thread could hold.
-  tbb::concurrent_queue<task_node*> _fifo;
+  // Measured against oneTBB's concurrent_queue here: a short spinlock (with yield backoff, see
+  // spinlock) costs less per task for one inserting thread and a few workers.
   spinlock _lock;
-  std::atomic<std::size_t> _heap_size{0};
+  std::atomic<std::size_t> _size{0};
+  std::deque<task_node*> _fifo;
   std::priority_queue<task_node*, std::vector<task_node*>, later> _heap;
 };
 
