@@ -97,59 +97,62 @@ struct handle_state {
 };
 
 struct task_node {
-  // Lifetime: one reference for being in flight, one per holder (handle state, a predecessor's
-  // successor list). Recycled through the runtime's pool when the count drops to zero.
+  // Hot fields first: inserting and running an ordinary task touches only these few cache lines.
+  // Lifetime: one reference for being in flight, one per handle state that lists the task.
+  // Recycled through the runtime's pool when the count drops to zero.
   std::atomic<int> refs{0};
   // Unfinished predecessors, plus one until submit(): the task is ready when it reaches zero.
   std::atomic<int> pending{1};
-  spinlock lock;   // guards done and successors
+  spinlock lock;                  // guards done and successors
   std::atomic<bool> done{false};  // set under lock; read without it on the fast path
-  std::vector<task_node*> successors;
-
-  task_fn body;
-  std::uint64_t id = 0;
-  int priority = 0;
+  bool traced = false;            // tracing was on when the task was created
+  bool extras = false;            // some cold field below is in use (reset clears them then)
+  bool via_gpu_thread = false;    // a CPU task that may need copies to the host first
   device where = device::cpu;
+  int priority = 0;
+  unsigned stream = 0;            // a GPU task's stream
+  std::uint64_t id = 0;
   sequence_state* seq = nullptr;
   handle_state* locality = nullptr;
   task_node* last_linked_successor = nullptr;  // dedupes edges while a successor is being built
+  std::vector<task_node*> successors;
+  std::vector<handle_state*> written;          // for the locality hint and copy validity
+  task_fn body;
 
-  std::vector<handle_state*> written;       // for the locality hint and copy validity
+  // Cold: used by some tasks only (extras says so).
   std::vector<std::pair<handle_state*, access>> accesses;  // kept only with the GPU backend
-  bool via_gpu_thread = false;              // a CPU task that may need copies to the host first
-  unsigned stream = 0;                      // a GPU task's stream
   std::vector<handle_state*> accumulated;   // mutexes to hold while running
   std::vector<std::size_t> scratch_bytes;
   std::vector<std::size_t> value_offsets;
   std::vector<std::byte> value_bytes;
-
-  // Trace fields, filled only while tracing.
-  bool traced = false;  // tracing was on when the task was created
-  std::string label;
+  std::string label;                        // while tracing or debug logging
   std::uint32_t color = 0;
   std::uint64_t start_ns = 0;
 
   void reset() noexcept {
     pending.store(1, std::memory_order_relaxed);
     done.store(false, std::memory_order_relaxed);
-    successors.clear();
-    body.reset();
-    priority = 0;
+    traced = false;
+    via_gpu_thread = false;
     where = device::cpu;
+    priority = 0;
+    stream = 0;
     seq = nullptr;
     locality = nullptr;
     last_linked_successor = nullptr;
+    successors.clear();
     written.clear();
-    accesses.clear();
-    via_gpu_thread = false;
-    stream = 0;
-    accumulated.clear();
-    scratch_bytes.clear();
-    value_offsets.clear();
-    value_bytes.clear();
-    label.clear();
-    color = 0;
-    traced = false;
+    body.reset();
+    if (extras) {
+      extras = false;
+      accesses.clear();
+      accumulated.clear();
+      scratch_bytes.clear();
+      value_offsets.clear();
+      value_bytes.clear();
+      label.clear();
+      color = 0;
+    }
   }
 };
 

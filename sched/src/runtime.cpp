@@ -150,7 +150,10 @@ void hold(std::vector<task_node*>& list, task_node* t) {
 
 void runtime_impl::add_access(task_node* t, handle_state* h, access mode) {
   if (log_debug) log->debug("task {} accesses datum {:#x} ({})", t->id, h->key, static_cast<int>(mode));
-  if (gpu) t->accesses.emplace_back(h, mode);
+  if (gpu) {
+    t->extras = true;
+    t->accesses.emplace_back(h, mode);
+  }
   auto drop_all = [&](std::vector<task_node*>& list) {
     for (task_node* p : list) release(p);
     list.clear();
@@ -192,6 +195,7 @@ void runtime_impl::add_access(task_node* t, handle_state* h, access mode) {
       for (task_node* p : h->group_preds) link(p, t, hazard::accumulate);
       if (h->writers.empty() || h->writers.back() != t) {
         hold(h->writers, t);
+        t->extras = true;
         t->accumulated.push_back(h);
         t->written.push_back(h);
       }
@@ -202,7 +206,7 @@ void runtime_impl::add_access(task_node* t, handle_state* h, access mode) {
 void runtime_impl::submit(task_node* t) {
   if (t != open_builder) throw std::logic_error("tessera::task_builder::submit: task already submitted");
   open_builder = nullptr;
-  if (t->accumulated.size() > 1) {  // lock order for several accumulate groups: by address
+  if (t->extras && t->accumulated.size() > 1) {  // lock order for several accumulate groups: by address
     std::sort(t->accumulated.begin(), t->accumulated.end());
     t->accumulated.erase(std::unique(t->accumulated.begin(), t->accumulated.end()), t->accumulated.end());
   }
@@ -343,7 +347,7 @@ void runtime_impl::execute(task_node* t, unsigned worker) {
 bool runtime_impl::run_body(task_node* t, unsigned worker) {
   if (t->seq->cancelled.load(std::memory_order_acquire)) return false;
   worker_state& ws = *worker_states[worker];
-  if (!t->scratch_bytes.empty()) {
+  if (t->extras && !t->scratch_bytes.empty()) {
     std::size_t need = 0;
     for (std::size_t b : t->scratch_bytes) need += align_up(b, scratch_align);
     if (need > ws.scratch_size) {  // grows once per worker to the largest request
@@ -353,7 +357,7 @@ bool runtime_impl::run_body(task_node* t, unsigned worker) {
   }
   task_context ctx(this, t, worker);
   try {
-    if (t->accumulated.empty()) {
+    if (!t->extras || t->accumulated.empty()) {
       t->body(ctx);
     } else {
       for (handle_state* h : t->accumulated) h->accumulate_mutex.lock();
@@ -563,12 +567,14 @@ task_builder& task_builder::add(handle h, access mode) {
 
 task_builder& task_builder::scratch(std::size_t bytes) {
   check_open(_task, "scratch");
+  _task->extras = true;
   _task->scratch_bytes.push_back(bytes);
   return *this;
 }
 
 task_builder& task_builder::_add_value(const void* p, std::size_t size, std::size_t align) {
   check_open(_task, "value");
+  _task->extras = true;
   auto& bytes = _task->value_bytes;
   // Offsets are aligned relative to the buffer start; the buffer itself is max-aligned by operator new.
   const std::size_t offset = detail::align_up(bytes.size(), std::max<std::size_t>(align, alignof(std::max_align_t)));
@@ -592,12 +598,16 @@ task_builder& task_builder::locality(handle h) {
 
 task_builder& task_builder::label(std::string_view name) {
   check_open(_task, "label");
-  if (_rt->tracing.load(std::memory_order_relaxed) || _rt->log_debug) _task->label.assign(name);
+  if (_rt->tracing.load(std::memory_order_relaxed) || _rt->log_debug) {
+    _task->extras = true;
+    _task->label.assign(name);
+  }
   return *this;
 }
 
 task_builder& task_builder::color(std::uint32_t rgb) {
   check_open(_task, "color");
+  _task->extras = true;
   _task->color = rgb;
   return *this;
 }
