@@ -270,12 +270,24 @@ unsigned runtime_impl::current_worker() const {
 
 void runtime_impl::runner_loop() {
   const unsigned me = current_worker();
+  constexpr std::size_t batch_max = 32;
+  task_node* batch[batch_max];
+  std::size_t have = 0, next = 0;
+  // This runner's mailbox first, then a share of the ready queue, then other mailboxes.
+  auto take = [&]() -> task_node* {
+    if (next < have) return batch[next++];
+    if (task_node* t = worker_states[me]->mailbox.pop()) return t;
+    have = ready.pop_batch(batch, batch_max, workers);
+    next = 0;
+    if (have) return batch[next++];
+    return pop_for(me);
+  };
   for (;;) {
     // Stay a little while idle before leaving: inserting code usually makes the next task ready
     // within microseconds, and waking a sleeping oneTBB worker costs tens of them.
     auto idle_since = std::chrono::steady_clock::now();
     for (int idle = 0;; ++idle) {
-      if (task_node* t = pop_for(me)) {
+      if (task_node* t = take()) {
         execute(t, me);
         idle = 0;
         continue;

@@ -4,6 +4,7 @@
 
 #include <oneapi/tbb/task_arena.h>
 
+#include <algorithm>
 #include <atomic>
 #include <deque>
 #include <memory>
@@ -42,6 +43,31 @@ class ready_queue {
     return t;
   }
   bool empty() const { return _size.load(std::memory_order_acquire) == 0; }
+
+  // Up to max priority-0 tasks at once, but no more than a fair share of what waits: a runner
+  // that takes several per lock keeps the lock and its line away from the inserting thread.
+  // Prioritised tasks are taken one at a time, so the priority order holds.
+  std::size_t pop_batch(task_node** out, std::size_t max, unsigned consumers) {
+    const std::size_t size = _size.load(std::memory_order_acquire);
+    if (size == 0) return 0;
+    std::lock_guard lock(_lock);
+    if (!_heap.empty()) {
+      if (_heap.top()->priority > 0 || _fifo.empty()) {
+        out[0] = _heap.top();
+        _heap.pop();
+        _size.fetch_sub(1, std::memory_order_relaxed);
+        return 1;
+      }
+      max = 1;
+    }
+    const std::size_t n = std::min({max, _fifo.size(), std::max<std::size_t>(1, _fifo.size() / (2 * consumers))});
+    for (std::size_t i = 0; i < n; ++i) {
+      out[i] = _fifo.front();
+      _fifo.pop_front();
+    }
+    _size.fetch_sub(n, std::memory_order_relaxed);
+    return n;
+  }
 
  private:
   struct later {
