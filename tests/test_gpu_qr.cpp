@@ -12,13 +12,7 @@
 #include "test_util.hpp"
 
 namespace {
-const bool skip_without_device = [] {
-  if (!tessera::qr::hybrid_available()) {
-    std::printf("skipped: no CUDA device\n");
-    std::exit(77);
-  }
-  return true;
-}();
+const bool skip_without_device = tessera::testing::skip_unless(tessera::qr::hybrid_available());
 
 template <class T>
 void factor_and_check(int m, int n, int nb, int ib, unsigned workers, const tessera::qr::hybrid_options& options) {

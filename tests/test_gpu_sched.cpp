@@ -16,13 +16,7 @@
 #include "test_util.hpp"
 
 namespace {
-const bool skip_without_device = [] {
-  if (!tessera::runtime::gpu_available()) {
-    std::printf("skipped: no CUDA device\n");
-    std::exit(77);
-  }
-  return true;
-}();
+const bool skip_without_device = tessera::testing::skip_unless(tessera::runtime::gpu_available());
 
 // x := alpha * x on the GPU, through the task's cuBLAS handle (bound to its stream).
 void gpu_scale(tessera::task_context& ctx, tessera::handle h, int n, double alpha) {

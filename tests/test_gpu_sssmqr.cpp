@@ -32,15 +32,10 @@ namespace {
 using namespace tessera::kernels;
 
 // Before doctest's main runs: no device means nothing here can run.
-[[maybe_unused]] const bool device_present = [] {
+[[maybe_unused]] const bool device_present = tessera::testing::skip_unless([] {
   int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    std::printf("skipped: no CUDA device\n");
-    std::fflush(stdout);
-    std::exit(77);
-  }
-  return true;
-}();
+  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}());
 
 // Relative errors are scaled by eps and the square root of the order (LAPACK-style threshold).
 constexpr double threshold = 30.0;

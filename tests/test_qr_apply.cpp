@@ -18,18 +18,10 @@
 #include "test_util.hpp"
 
 using namespace tessera::qr;
+using tessera::testing::invalid_message;
+using tessera::testing::random_matrix;
 
 namespace {
-
-template <class T>
-std::vector<T> random_matrix(int m, int n, int ld, std::uint64_t salt) {
-  std::mt19937_64 gen(tessera::testing::seed() * 131 + salt);
-  std::uniform_real_distribution<T> dist(T(-1), T(1));
-  std::vector<T> a(std::size_t(ld) * n);
-  for (T& x : a) x = dist(gen);
-  (void)m;
-  return a;
-}
 
 template <class T>
 double eps() {
@@ -63,15 +55,6 @@ template <class T>
 double norm1(int m, int n, const T* x) {
   std::vector<T> zero(std::size_t(m) * n, T(0));
   return diff_norm1(m, n, x, zero.data());
-}
-
-std::string invalid_message(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(no std::invalid_argument)";
 }
 
 struct shape {

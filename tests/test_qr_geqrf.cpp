@@ -20,27 +20,10 @@
 #include "test_util.hpp"
 
 using namespace tessera::qr;
+using tessera::testing::invalid_message;
+using tessera::testing::random_matrix;
 
 namespace {
-
-template <class T>
-std::vector<T> random_matrix(int m, int n, int ld, std::uint64_t salt) {
-  std::mt19937_64 gen(tessera::testing::seed() * 31 + salt);
-  std::uniform_real_distribution<T> dist(T(-1), T(1));
-  std::vector<T> a(std::size_t(ld) * n);
-  for (T& x : a) x = dist(gen);
-  (void)m;
-  return a;
-}
-
-std::string invalid_message(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(no std::invalid_argument)";
-}
 
 struct shape {
   int m, n, nb, ib;

@@ -15,28 +15,8 @@
 #include "test_util.hpp"
 
 using namespace tessera::qr;
-
-namespace {
-
-std::vector<double> random_matrix(int rows, int cols, int ld, std::uint64_t salt) {
-  std::mt19937_64 gen(tessera::testing::seed() + salt);
-  std::uniform_real_distribution<double> dist(-1, 1);
-  std::vector<double> a(std::size_t(ld) * cols);
-  for (double& x : a) x = dist(gen);
-  (void)rows;
-  return a;
-}
-
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(no std::invalid_argument)";
-}
-
-}  // namespace
+using tessera::testing::invalid_message;
+using tessera::testing::random_matrix;
 
 TEST_CASE("tile_matrix: tile counts, partial tiles, compact layout") {
   tile_matrix<double> a(1000, 700, 256);
@@ -91,10 +71,10 @@ TEST_CASE("tile_matrix: moves keep the storage, a custom allocator is used") {
 }
 
 TEST_CASE("tile_matrix: bad sizes are std::invalid_argument naming the argument") {
-  CHECK(message_of([] { tile_matrix<double>(0, 5, 4); }).find("m = 0") != std::string::npos);
-  CHECK(message_of([] { tile_matrix<double>(5, -1, 4); }).find("n = -1") != std::string::npos);
-  CHECK(message_of([] { tile_matrix<double>(5, 5, 0); }).find("nb = 0") != std::string::npos);
-  CHECK(message_of([] { tile_matrix<float>(5, 5, 0, 4); }).find("mb = 0") != std::string::npos);
+  CHECK(invalid_message([] { tile_matrix<double>(0, 5, 4); }).find("m = 0") != std::string::npos);
+  CHECK(invalid_message([] { tile_matrix<double>(5, -1, 4); }).find("n = -1") != std::string::npos);
+  CHECK(invalid_message([] { tile_matrix<double>(5, 5, 0); }).find("nb = 0") != std::string::npos);
+  CHECK(invalid_message([] { tile_matrix<float>(5, 5, 0, 4); }).find("mb = 0") != std::string::npos);
 }
 
 TEST_CASE("register_tiles: one handle per tile, over the tile's bytes") {
@@ -123,7 +103,7 @@ TEST_CASE("to_tiles / to_lapack: round trip over shapes, tile sizes and workers"
       CAPTURE(s.n);
       CAPTURE(s.nb);
       const int lda = s.m + 3;
-      const std::vector<double> a = random_matrix(s.m, s.n, lda, ++salt);
+      const std::vector<double> a = random_matrix<double>(s.m, s.n, lda, ++salt);
       tile_matrix<double> t(s.m, s.n, s.nb);
       const tile_handles h = register_tiles(rt, t);
       to_tiles_async(rt, a.data(), lda, t, h);
@@ -165,10 +145,10 @@ TEST_CASE("to_tiles: NaN and Inf are std::invalid_argument naming the element; l
   const int m = 20, n = 15;
   tile_matrix<double> t(m, n, 8);
   const tile_handles h = register_tiles(rt, t);
-  std::vector<double> a = random_matrix(m, n, m, 99);
+  std::vector<double> a = random_matrix<double>(m, n, m, 99);
 
   a[11 + 9 * m] = std::numeric_limits<double>::quiet_NaN();
-  std::string msg = message_of([&] {
+  std::string msg = invalid_message([&] {
     to_tiles_async(rt, a.data(), m, t, h, "A");
     rt.wait_all();
   });
@@ -177,7 +157,7 @@ TEST_CASE("to_tiles: NaN and Inf are std::invalid_argument naming the element; l
 
   a[11 + 9 * m] = 0;
   a[19 + 0 * m] = -std::numeric_limits<double>::infinity();
-  msg = message_of([&] {
+  msg = invalid_message([&] {
     to_tiles_async(rt, a.data(), m, t, h, "B");
     rt.wait_all();
   });
@@ -190,7 +170,7 @@ TEST_CASE("to_tiles: NaN and Inf are std::invalid_argument naming the element; l
   rt.wait_all();
   CHECK(t(19, 0) == 1.0);
 
-  CHECK(message_of([&] { to_tiles_async(rt, a.data(), m - 1, t, h); }).find("lda = 19") != std::string::npos);
+  CHECK(invalid_message([&] { to_tiles_async(rt, a.data(), m - 1, t, h); }).find("lda = 19") != std::string::npos);
   tile_matrix<double> other(m, n, 4);
-  CHECK(message_of([&] { to_tiles_async(rt, a.data(), m, other, h); }).find("handles") != std::string::npos);
+  CHECK(invalid_message([&] { to_tiles_async(rt, a.data(), m, other, h); }).find("handles") != std::string::npos);
 }

@@ -4,7 +4,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 namespace tessera::testing {
 
@@ -20,6 +24,37 @@ inline std::uint64_t seed() {
   }();
   (void)logged;
   return s;
+}
+
+// A random column-major matrix with entries in [-1, 1]: cols columns of ld elements (the rows
+// beyond the matrix's m are padding). Different salts give different matrices for one seed.
+template <class T>
+std::vector<T> random_matrix(int m, int cols, int ld, std::uint64_t salt) {
+  std::mt19937_64 gen(seed() * 131 + salt);
+  std::uniform_real_distribution<T> dist(T(-1), T(1));
+  std::vector<T> a(std::size_t(ld) * std::size_t(cols));
+  for (T& x : a) x = dist(gen);
+  (void)m;
+  return a;
+}
+
+// The message of the std::invalid_argument f throws, or a marker that it threw none.
+inline std::string invalid_message(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "(no std::invalid_argument)";
+}
+
+// GPU tests: without the device they stop here, as ctest's "skipped" (exit 77).
+inline bool skip_unless(bool available, const char* why = "no CUDA device") {
+  if (!available) {
+    std::printf("skipped: %s\n", why);
+    std::exit(77);
+  }
+  return true;
 }
 
 }  // namespace tessera::testing

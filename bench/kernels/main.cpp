@@ -20,6 +20,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../common/machine.hpp"
 #include "flops.hpp"
 #include "tsmqr_gemm.hpp"
 
@@ -38,19 +39,6 @@ namespace {
 
 using namespace tessera::kernels;
 using namespace tessera::bench;
-
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown CPU";
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
-}
 
 struct options {
   int nb = 256, ib = 32, repeat = 15;

@@ -29,6 +29,7 @@
 
 #include <lapacke.h>
 
+#include "../common/machine.hpp"
 #include "../common/svg_chart.hpp"
 #include "tessera/qr.hpp"
 #include "tessera/sched.hpp"
@@ -46,6 +47,9 @@ char* openblas_get_corename(void);
 
 namespace {
 
+using tessera::bench::cpu_model;
+using tessera::bench::median;
+
 struct options {
   std::vector<int> sizes{2048, 4096, 8192, 16384};
   std::string precision = "d";
@@ -58,19 +62,6 @@ struct options {
   bool gpu = true;                   // GPU contestants when a device is present
   std::string plot;                  // SVG of GFLOP/s against n
 };
-
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown CPU";
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
-}
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -20,18 +20,12 @@
 #include <thread>
 #include <vector>
 
+#include "../common/machine.hpp"
 #include "workloads.hpp"
 
 namespace {
 
 using namespace tessera::bench;
-
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown CPU";
-}
 
 // Other processes on the machine distort these timings (a preempted worker stalls a whole DAG).
 std::string load_average() {
@@ -68,12 +62,6 @@ double others_percent(const cpu_times& a, const cpu_times& b) {
   const double total = b.total - a.total;
   if (total <= 0) return 0;
   return std::max(0.0, 100.0 * ((b.busy - a.busy) - (b.self - a.self)) / total);
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
 
 struct peer {
