@@ -221,26 +221,29 @@ void runtime_impl::submit(task_node* t) {
   }
   ++t->seq->submitted;
   ++submitted;
-  const std::size_t now = in_flight();
   if (log_debug) log->debug("task {} '{}' submitted", t->id, t->label);
-  if (t->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) make_ready(t);
-  if (now >= window)
-    help_until([&] { return in_flight() < window; });
+  if (t->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) make_ready(t, true);
+  // The window: reading the workers' completion count on every insertion would pull its cache line
+  // across cores each time, so look only when the last count seen says the window may be full.
+  if (submitted - completed_seen >= window) {
+    completed_seen = completed.load(std::memory_order_acquire);
+    if (submitted - completed_seen >= window) help_until([&] { return in_flight() < window; });
+  }
 }
 
-void runtime_impl::make_ready(task_node* t) {
+void runtime_impl::make_ready(task_node* t, bool by_inserter) {
   if (t->where == device::gpu || t->via_gpu_thread) {
     gpu->submit(t);
     return;
   }
-  make_ready_cpu(t);
+  make_ready_cpu(t, by_inserter);
 }
 
-void runtime_impl::make_ready_cpu(task_node* t) {
+void runtime_impl::make_ready_cpu(task_node* t, bool by_inserter) {
   int hint = t->locality ? t->locality->last_worker.load(std::memory_order_relaxed) : -1;
   if (hint >= 0 && static_cast<unsigned>(hint) < workers)
     worker_states[static_cast<unsigned>(hint)]->mailbox.push(t);
-  else
+  else if (!(by_inserter && t->priority == 0 && submitted_ready.push(t)))
     ready.push(t);
   spawn_runner();
 }
@@ -277,8 +280,10 @@ void runtime_impl::runner_loop() {
   auto take = [&]() -> task_node* {
     if (next < have) return batch[next++];
     if (task_node* t = worker_states[me]->mailbox.pop()) return t;
-    have = ready.pop_batch(batch, batch_max, workers);
     next = 0;
+    have = ready.urgent() ? ready.pop_batch(batch, batch_max, workers) : 0;
+    if (!have) have = submitted_ready.pop(batch, batch_max, workers);
+    if (!have) have = ready.pop_batch(batch, batch_max, workers);
     if (have) return batch[next++];
     return pop_for(me);
   };
@@ -292,7 +297,9 @@ void runtime_impl::runner_loop() {
         idle = 0;
         continue;
       }
-      cpu_relax();
+      // Back off between polls (up to ~64 pauses): each poll pulls the queue's lines from the
+      // inserting thread, and a later poll finds more tasks to take at once.
+      for (int i = 0, n = 1 << std::min(idle, 6); i < n; ++i) cpu_relax();
       if ((idle & 255) == 255) {
         const auto now = std::chrono::steady_clock::now();
         if (idle == 255) idle_since = now;
@@ -301,7 +308,7 @@ void runtime_impl::runner_loop() {
     }
     active_runners.fetch_sub(1, std::memory_order_acq_rel);
     // A task pushed after our last pop saw active_runners before the decrement; take it on.
-    bool work = !ready.empty();
+    bool work = !ready.empty() || !submitted_ready.empty();
     for (unsigned w = 0; !work && w < workers; ++w) work = !worker_states[w]->mailbox.empty();
     if (!work) return;
     unsigned active = active_runners.load(std::memory_order_acquire);
@@ -313,10 +320,14 @@ void runtime_impl::runner_loop() {
 
 task_node* runtime_impl::pop_for(unsigned worker) {
   if (task_node* t = worker_states[worker]->mailbox.pop()) return t;
-  if (task_node* t = ready.pop()) return t;
+  if (ready.urgent())
+    if (task_node* t = ready.pop()) return t;
+  task_node* t = nullptr;
+  if (submitted_ready.pop(&t, 1, workers)) return t;
+  if (task_node* u = ready.pop()) return u;
   for (unsigned w = 0; w < workers; ++w)  // steal what a busy worker was hinted
     if (w != worker)
-      if (task_node* t = worker_states[w]->mailbox.pop()) return t;
+      if (task_node* v = worker_states[w]->mailbox.pop()) return v;
   return nullptr;
 }
 
@@ -334,7 +345,9 @@ void runtime_impl::execute(task_node* t, unsigned worker) {
   const bool traced = t->traced;
   if (traced) t->start_ns = now_ns();
   const bool skip = !run_body(t, worker);
-  if (!skip)
+  // Recording the writer pulls the datum's state into this core's cache: only when some task has
+  // asked for a locality hint (or the GPU backend tracks copies).
+  if (!skip && (locality_used.load(std::memory_order_relaxed) || gpu))
     for (handle_state* h : t->written) {
       h->last_worker.store(static_cast<int>(worker), std::memory_order_relaxed);
       if (gpu) gpu->cpu_wrote(h);
@@ -352,7 +365,9 @@ void runtime_impl::execute(task_node* t, unsigned worker) {
     rec.skipped = skip;
     ws.trace.push_back(std::move(rec));
   }
-  t->body.reset();  // captured resources go now, not when the node is reused
+  // Captured resources go now, not when the node is reused; a body without any is left for the
+  // inserting thread to overwrite, so this worker does not dirty another cache line of the node.
+  if (t->body.owns_resources()) t->body.reset();
   complete(t);
 }
 
@@ -396,7 +411,7 @@ void runtime_impl::complete(task_node* t) {
   for (task_node* s : t->successors) {
     if (s->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) make_ready(s);  // s is not touched after
   }
-  t->successors.clear();
+  // The list is cleared when the node is reused (reset), by the thread that rewrites it anyway.
   sequence_state* seq = t->seq;
   release(t);
   seq->completed.fetch_add(1, std::memory_order_acq_rel);
@@ -425,13 +440,15 @@ void runtime_impl::help_until(Done done) {
     // Nothing ready here: wait for a completion, which may make something ready.
     const std::size_t seen = completed.load(std::memory_order_acquire);
     if (done()) break;
-    if (max_runners == 0 && !gpu && ready.empty()) {
+    if (max_runners == 0 && !gpu && ready.empty() && submitted_ready.empty()) {
       // Only this thread runs tasks: nothing ready means nothing can ever become ready.
       throw std::logic_error("tessera::runtime: tasks in flight but none can run (a task left unsubmitted?)");
     }
-    for (int spin = 0; spin < 64 && completed.load(std::memory_order_acquire) == seen && ready.empty(); ++spin)
+    for (int spin = 0; spin < 64 && completed.load(std::memory_order_acquire) == seen && ready.empty() &&
+                       submitted_ready.empty();
+         ++spin)
       cpu_relax();
-    if (completed.load(std::memory_order_acquire) == seen && ready.empty()) {
+    if (completed.load(std::memory_order_acquire) == seen && ready.empty() && submitted_ready.empty()) {
       // Bounded sleep: a ready task pushed to a mailbox does not change the counts.
       std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
@@ -604,6 +621,7 @@ task_builder& task_builder::priority(int p) {
 
 task_builder& task_builder::locality(handle h) {
   check_open(_task, "locality");
+  if (!_rt->locality_used.load(std::memory_order_relaxed)) _rt->locality_used.store(true, std::memory_order_relaxed);
   _task->locality = h._state;
   return *this;
 }

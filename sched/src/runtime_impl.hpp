@@ -5,6 +5,7 @@
 #include <oneapi/tbb/task_arena.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <deque>
 #include <memory>
@@ -24,8 +25,12 @@ class ready_queue {
  public:
   void push(task_node* t) {
     std::lock_guard lock(_lock);
-    if (t->priority == 0) _fifo.push_back(t);
-    else _heap.push(t);
+    if (t->priority == 0) {
+      _fifo.push_back(t);
+    } else {
+      _heap.push(t);
+      _heap_count.fetch_add(1, std::memory_order_relaxed);
+    }
     _size.fetch_add(1, std::memory_order_release);
   }
   task_node* pop() {
@@ -35,6 +40,7 @@ class ready_queue {
     if (!_heap.empty() && (_heap.top()->priority > 0 || _fifo.empty())) {
       t = _heap.top();
       _heap.pop();
+      _heap_count.fetch_sub(1, std::memory_order_relaxed);
     } else if (!_fifo.empty()) {
       t = _fifo.front();
       _fifo.pop_front();
@@ -43,6 +49,8 @@ class ready_queue {
     return t;
   }
   bool empty() const { return _size.load(std::memory_order_acquire) == 0; }
+  // Prioritised tasks wait (they go before the submit ring's).
+  bool urgent() const { return _heap_count.load(std::memory_order_acquire) != 0; }
 
   // Up to max priority-0 tasks at once, but no more than a fair share of what waits: a runner
   // that takes several per lock keeps the lock and its line away from the inserting thread.
@@ -55,6 +63,7 @@ class ready_queue {
       if (_heap.top()->priority > 0 || _fifo.empty()) {
         out[0] = _heap.top();
         _heap.pop();
+        _heap_count.fetch_sub(1, std::memory_order_relaxed);
         _size.fetch_sub(1, std::memory_order_relaxed);
         return 1;
       }
@@ -77,10 +86,56 @@ class ready_queue {
   };
   // Measured against oneTBB's concurrent_queue here: a short spinlock (with yield backoff, see
   // spinlock) costs less per task for one inserting thread and a few workers.
-  spinlock _lock;
-  std::atomic<std::size_t> _size{0};
+  // The size on a line of its own: idle runners poll it, and must not take the lock's line away
+  // from the inserting thread each time.
+  alignas(64) std::atomic<std::size_t> _size{0};
+  alignas(64) spinlock _lock;
+  std::atomic<std::size_t> _heap_count{0};
   std::deque<task_node*> _fifo;
   std::priority_queue<task_node*, std::vector<task_node*>, later> _heap;
+};
+
+// Tasks the inserting thread finds ready when it submits them (most tasks of a wide DAG): a
+// single-producer, multi-consumer ring. The producer writes a slot and its own tail; consumers
+// claim a share of slots with one compare-exchange on the head, so lines cross between cores once
+// per several tasks, not once per task. Full: the task goes to the ready_queue instead.
+class submit_ring {
+ public:
+  static constexpr std::size_t capacity = 4096;  // a power of two
+
+  bool push(task_node* t) {  // the inserting thread only
+    const std::size_t tail = _tail.load(std::memory_order_relaxed);
+    if (tail - _head_seen >= capacity) {
+      _head_seen = _head.load(std::memory_order_acquire);
+      if (tail - _head_seen >= capacity) return false;
+    }
+    _slots[tail & (capacity - 1)].store(t, std::memory_order_relaxed);
+    _tail.store(tail + 1, std::memory_order_release);
+    return true;
+  }
+
+  std::size_t pop(task_node** out, std::size_t max, unsigned consumers) {
+    std::size_t head = _head.load(std::memory_order_acquire);
+    for (;;) {
+      const std::size_t tail = _tail.load(std::memory_order_acquire);
+      if (head >= tail) return 0;
+      const std::size_t n = std::min({max, tail - head, std::max<std::size_t>(1, (tail - head) / (2 * consumers))});
+      // Read before claiming: the producer reuses a slot only once the head has passed it, and
+      // only a successful claim below moves the head past these.
+      for (std::size_t i = 0; i < n; ++i) out[i] = _slots[(head + i) & (capacity - 1)].load(std::memory_order_relaxed);
+      if (_head.compare_exchange_weak(head, head + n, std::memory_order_acq_rel, std::memory_order_acquire)) return n;
+    }
+  }
+
+  bool empty() const {
+    return _head.load(std::memory_order_acquire) >= _tail.load(std::memory_order_acquire);
+  }
+
+ private:
+  alignas(64) std::atomic<std::size_t> _head{0};
+  alignas(64) std::atomic<std::size_t> _tail{0};
+  std::size_t _head_seen = 0;  // the producer's last look at _head
+  alignas(64) std::array<std::atomic<task_node*>, capacity> _slots{};
 };
 
 struct worker_state {
@@ -103,7 +158,7 @@ struct runtime_impl {
   void link(task_node* pred, task_node* succ, hazard kind);
   void submit(task_node* t);
   // --- execution ---
-  void make_ready(task_node* t);
+  void make_ready(task_node* t, bool by_inserter = false);
   void spawn_runner();
   void runner_loop();
   task_node* pop_for(unsigned worker);
@@ -113,7 +168,7 @@ struct runtime_impl {
   bool help_once();  // the inserting thread runs one ready task, if any
   template <class Done>
   void help_until(Done done);
-  void make_ready_cpu(task_node* t);
+  void make_ready_cpu(task_node* t, bool by_inserter = false);
   bool run_body(task_node* t, unsigned worker);  // false when skipped (cancelled sequence)
   // --- waiting and errors ---
   void wait_all();
@@ -133,12 +188,15 @@ struct runtime_impl {
   std::unique_ptr<gpu_backend> gpu;
   std::vector<std::unique_ptr<worker_state>> worker_states;
   ready_queue ready;
+  submit_ring submitted_ready;  // ready at submission, pushed by the inserting thread
   std::atomic<unsigned> active_runners{0};
-  std::atomic<unsigned> live_runners{0};  // enqueued or running runner_loops; the destructor waits for 0
+  std::atomic<unsigned> live_runners{0};
+  std::atomic<bool> locality_used{false};  // some task gave a locality hint: record writers  // enqueued or running runner_loops; the destructor waits for 0
   unsigned max_runners;
 
   // In flight = submitted (inserting thread only) - completed (workers): see sequence_state.
   std::size_t submitted = 0;
+  std::size_t completed_seen = 0;  // the inserting thread's last read of completed
   alignas(64) std::atomic<std::size_t> completed{0};
   std::size_t in_flight() const noexcept { return submitted - completed.load(std::memory_order_acquire); }
   std::uint64_t next_id = 0;

@@ -26,7 +26,9 @@ class task_fn {
     if constexpr (sizeof(Fn) <= inline_size && alignof(Fn) <= alignof(std::max_align_t)) {
       ::new (static_cast<void*>(_buf)) Fn(std::forward<F>(f));
       _target = _buf;
-      _destroy = [](void* p) noexcept { static_cast<Fn*>(p)->~Fn(); };
+      // Nothing to destroy for a trivially destructible body (most lambdas): no call, no write.
+      if constexpr (std::is_trivially_destructible_v<Fn>) _destroy = nullptr;
+      else _destroy = [](void* p) noexcept { static_cast<Fn*>(p)->~Fn(); };
     } else {
       _target = new Fn(std::forward<F>(f));
       _destroy = [](void* p) noexcept { delete static_cast<Fn*>(p); };
@@ -39,6 +41,8 @@ class task_fn {
   }
 
   void operator()(task_context& ctx) const { _invoke(_target, ctx); }
+  // Whether reset() has a destructor to run (a body holding resources), as opposed to bookkeeping.
+  bool owns_resources() const noexcept { return _destroy != nullptr; }
   explicit operator bool() const noexcept { return _invoke != nullptr; }
 
   void reset() noexcept {
