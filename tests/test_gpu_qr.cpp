@@ -30,6 +30,7 @@ void factor_and_check(int m, int n, int nb, int ib, unsigned workers, const tess
   CAPTURE(nb);
   CAPTURE(options.lookahead);
   CAPTURE(options.row_pipelined);
+  CAPTURE(options.split_next);
   CHECK(res.qr < 60);
   CHECK(res.orth < 60);
   if (f.nt() > options.lookahead + 1) CHECK(rt.transfers().h2d_copies > 0);  // the GPU took part
@@ -44,10 +45,11 @@ TEST_CASE("hybrid QR: shapes, precisions, lookaheads, GPU task shapes") {
   for (const shape s : {shape{512, 512, 64, 16}, shape{700, 300, 64, 16}, shape{300, 700, 64, 32},
                         shape{1000, 1000, 128, 32}, shape{129, 257, 32, 8}, shape{64, 64, 64, 16}}) {
     for (int lookahead : {1, 2, 5})
-      for (bool rows : {true, false}) {
+      for (int variant = 0; variant < 3; ++variant) {
         tessera::qr::hybrid_options o;
         o.lookahead = lookahead;
-        o.row_pipelined = rows;
+        o.row_pipelined = variant != 1;
+        o.split_next = variant != 2;
         factor_and_check<double>(s.m, s.n, s.nb, s.ib, 3, o);
         factor_and_check<float>(s.m, s.n, s.nb, s.ib, 2, o);
       }

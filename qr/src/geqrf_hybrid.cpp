@@ -25,7 +25,10 @@ std::uint64_t hybrid_task_count(int mt, int nt, const hybrid_options& options) {
     const int split = nt - (k + 1) <= options.lookahead ? nt : k + 1 + options.lookahead;
     const std::uint64_t below = std::uint64_t(mt - k - 1), cpu_cols = std::uint64_t(split - k - 1);
     count += 1 + cpu_cols + below + below * cpu_cols;  // GEQRT, ORMQRs, TSQRTs, TSMQRs on the CPUs
-    if (split < nt) count += 1 + (options.row_pipelined ? below : std::min<std::uint64_t>(below, 1));
+    if (split < nt) {
+      const std::uint64_t parts = options.split_next && split + 1 < nt ? 2 : 1;
+      count += parts * (1 + (options.row_pipelined ? below : std::min<std::uint64_t>(below, 1)));
+    }
   }
   return count;
 }
@@ -112,10 +115,10 @@ class gpu_update_tasks {
     cudaFree(_dt);
   }
 
-  // Q_k^T of GEQRT(k) applied to tile row k, columns from tile j0 on (the top row of Figure 6a).
-  void ormqr(int k, int j0) {
+  // Q_k^T of GEQRT(k) applied to tile row k, tile columns [j0, j1) (the top row of Figure 6a).
+  void ormqr(int k, int j0, int j1) {
     const tile_matrix<T>& a = _f.a();
-    const int mk = a.tile_rows(k), kk = std::min(mk, a.tile_cols(k)), n = a.n() - j0 * _nb, ib = _ib;
+    const int mk = a.tile_rows(k), kk = std::min(mk, a.tile_cols(k)), n = columns(j0, j1), ib = _ib;
     const handle hv = _cpu.v_handle(k), htk = _f.ht()(k, k);
     T* c = tile_a(k, j0);
     const int ldda = _ldda;
@@ -128,15 +131,15 @@ class gpu_update_tasks {
       detail::tick(_progress);
     });
     b.on(device::gpu).read(hv).read(htk);
-    for (int j = j0; j < a.nt(); ++j) b.read_write(_f.ha()(k, j));
+    for (int j = j0; j < j1; ++j) b.read_write(_f.ha()(k, j));
     b.priority(1).label("gpu_ormqr").color(0x17becf).submit();
   }
 
   // The TSQRT reflectors of tile rows [i0, i1) of step k applied to those rows and tile row k,
-  // columns from tile j0 on: one task inheriting the dependencies of the CPU TSMQRs it replaces.
-  void tsmqr(int k, int i0, int i1, int j0) {
+  // tile columns [j0, j1): one task inheriting the dependencies of the CPU TSMQRs it replaces.
+  void tsmqr(int k, int i0, int i1, int j0, int j1) {
     const tile_matrix<T>& a = _f.a();
-    const int nk = a.tile_cols(k), n = a.n() - j0 * _nb, count = i1 - i0, m_last = a.tile_rows(i1 - 1);
+    const int nk = a.tile_cols(k), n = columns(j0, j1), count = i1 - i0, m_last = a.tile_rows(i1 - 1);
     const int nb = _nb, ib = _ib, ldda = _ldda, lddt = _lddt;
     T* a1 = tile_a(k, j0);
     T* a2 = tile_a(i0, j0);
@@ -152,12 +155,13 @@ class gpu_update_tasks {
     // Figure 5b: the dependencies of every CPU task replaced, added in a loop.
     for (int i = i0; i < i1; ++i) {
       b.read(_f.ha()(i, k)).read(_f.ht()(i, k));
-      for (int j = j0; j < a.nt(); ++j) b.read_write(_f.ha()(k, j)).read_write(_f.ha()(i, j));
+      for (int j = j0; j < j1; ++j) b.read_write(_f.ha()(k, j)).read_write(_f.ha()(i, j));
     }
     b.priority(1).label("gpu_sssmqr").color(0x9467bd).submit();
   }
 
  private:
+  int columns(int j0, int j1) const { return std::min(_f.a().n(), j1 * _nb) - j0 * _nb; }
   T* tile_a(int i, int j) const { return _da + std::size_t(i) * _nb + std::size_t(j) * _nb * std::size_t(_ldda); }
   T* tile_t(int i, int j) const { return _dt + std::size_t(i) * _ib + std::size_t(j) * _nb * std::size_t(_lddt); }
 
@@ -208,13 +212,25 @@ void geqrf_hybrid(runtime& rt, qr_factors<T>& f, const hybrid_options& options) 
       const int split = nt - (k + 1) <= L ? nt : k + 1 + L;
       cpu.geqrt(k);
       for (int j = k + 1; j < split; ++j) cpu.ormqr(k, j);
-      if (split < nt) gpu.ormqr(k, split);
+      // The GPU's first column passes to the CPUs at the next step: with split_next, it is updated
+      // by tasks of its own, so the next panel does not wait for the whole width.
+      const int next = options.split_next && split + 1 < nt ? split + 1 : nt;
+      if (split < nt) {
+        gpu.ormqr(k, split, next);
+        if (next < nt) gpu.ormqr(k, next, nt);
+      }
       for (int i = k + 1; i < mt; ++i) {
         cpu.tsqrt(k, i);
         for (int j = k + 1; j < split; ++j) cpu.tsmqr(k, i, j);
-        if (split < nt && options.row_pipelined) gpu.tsmqr(k, i, i + 1, split);
+        if (split < nt && options.row_pipelined) {
+          gpu.tsmqr(k, i, i + 1, split, next);
+          if (next < nt) gpu.tsmqr(k, i, i + 1, next, nt);
+        }
       }
-      if (split < nt && !options.row_pipelined && k + 1 < mt) gpu.tsmqr(k, k + 1, mt, split);
+      if (split < nt && !options.row_pipelined && k + 1 < mt) {
+        gpu.tsmqr(k, k + 1, mt, split, next);
+        if (next < nt) gpu.tsmqr(k, k + 1, mt, next, nt);
+      }
       // Tile row k of R is final: bring the GPU's part home while the factorization goes on.
       for (int j = split; j < nt; ++j)
         rt.task([] {}).read(f.ha()(k, j)).label("fetch").color(detail::color_copy).submit();

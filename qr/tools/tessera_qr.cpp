@@ -29,6 +29,8 @@ struct config {
   std::string precision = "d";
   std::string device = "auto";   // auto: hybrid with a GPU, cpu without
   bool lookahead_given = false;
+  bool split_next = true;
+  bool pinned = true;
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   bool check = false;
   std::string trace;
@@ -111,7 +113,7 @@ result run(const config& c) {
     throw device_unavailable("--device " + c.device + ": no CUDA device here (or Tessera built without CUDA)");
   tessera::runtime rt({.workers = c.threads, .gpu_streams = gpu ? 2u : 0u});
   tessera::qr::qr_factors<T> f(rt, c.m, c.n, c.nb, c.ib,
-                               gpu ? tessera::qr::pinned_allocator() : tessera::qr::tile_allocator{});
+                               gpu && c.pinned ? tessera::qr::pinned_allocator() : tessera::qr::tile_allocator{});
   const std::vector<T> a = random_matrix<T>(c.m, c.n, c.seed);
   std::fill_n(f.a().data(), f.a().size(), T(0));             // first touch outside the timing
 
@@ -121,6 +123,7 @@ result run(const config& c) {
   tessera::qr::hybrid_options hybrid;
   hybrid.progress = &done;
   hybrid.lookahead = c.lookahead;
+  hybrid.split_next = c.split_next;
   const std::uint64_t total = (gpu ? tessera::qr::hybrid_task_count(f.mt(), f.nt(), hybrid)
                                    : tessera::qr::geqrf_task_count(f.mt(), f.nt())) *
                               std::uint64_t(c.repeat);
@@ -217,6 +220,9 @@ int main(int argc, char** argv) {
   app.add_option("--seed", c.seed, "random seed of the matrix");
   app.add_option("--repeat", c.repeat, "runs; the median time is reported")->check(CLI::PositiveNumber);
   app.add_flag("--json", c.json, "print one JSON object instead of text");
+  app.add_flag("!--no-pinned", c.pinned, "gpu/hybrid: tiles in pageable memory (for comparison)");
+  app.add_flag("!--no-split-next", c.split_next,
+               "gpu/hybrid: update the GPU column the CPUs take next together with the rest (for comparison)");
   app.add_option("--lookahead", c.lookahead, "tile columns the CPUs update ahead of the GPU (hybrid; default: tuned)")
       ->check(CLI::PositiveNumber);
   try {

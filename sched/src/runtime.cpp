@@ -73,6 +73,7 @@ runtime_impl::runtime_impl(const runtime_options& options)
     arena = std::make_unique<tbb::task_arena>(static_cast<int>(workers), 1);
     arena->initialize();
   }
+  if (const char* env = std::getenv("TESSERA_LINGER_US")) linger_us = static_cast<unsigned>(std::strtoul(env, nullptr, 10));
   if (options.gpu_streams > 0) gpu = gpu_backend::create(*this, options.gpu_streams, options.gpu_device);
   // One more worker state for the GPU thread, which runs GPU task bodies.
   for (unsigned w = 0; w < workers + (gpu ? 1 : 0); ++w) worker_states.push_back(std::make_unique<worker_state>());
@@ -273,6 +274,7 @@ unsigned runtime_impl::current_worker() const {
 
 void runtime_impl::runner_loop() {
   const unsigned me = current_worker();
+  const auto linger = std::chrono::microseconds(linger_us);
   constexpr std::size_t batch_max = 32;
   task_node* batch[batch_max];
   std::size_t have = 0, next = 0;
@@ -298,12 +300,18 @@ void runtime_impl::runner_loop() {
         continue;
       }
       // Back off between polls (up to ~64 pauses): each poll pulls the queue's lines from the
-      // inserting thread, and a later poll finds more tasks to take at once.
-      for (int i = 0, n = 1 << std::min(idle, 6); i < n; ++i) cpu_relax();
+      // inserting thread, and a later poll finds more tasks to take at once. Past that, yield:
+      // an idle runner must not keep a core from a thread with work (a task on a hyperthread
+      // sibling, the GPU thread).
+      if (idle < 32) {
+        for (int i = 0, n = 1 << std::min(idle, 6); i < n; ++i) cpu_relax();
+      } else {
+        std::this_thread::yield();
+      }
       if ((idle & 255) == 255) {
         const auto now = std::chrono::steady_clock::now();
         if (idle == 255) idle_since = now;
-        else if (now - idle_since > std::chrono::microseconds(200)) break;
+        else if (now - idle_since > linger) break;
       }
     }
     active_runners.fetch_sub(1, std::memory_order_acq_rel);

@@ -191,7 +191,8 @@ struct runtime_impl {
   submit_ring submitted_ready;  // ready at submission, pushed by the inserting thread
   std::atomic<unsigned> active_runners{0};
   std::atomic<unsigned> live_runners{0};
-  std::atomic<bool> locality_used{false};  // some task gave a locality hint: record writers  // enqueued or running runner_loops; the destructor waits for 0
+  std::atomic<bool> locality_used{false};
+  unsigned linger_us = 200;  // how long an idle runner polls before it leaves (TESSERA_LINGER_US)  // some task gave a locality hint: record writers  // enqueued or running runner_loops; the destructor waits for 0
   unsigned max_runners;
 
   // In flight = submitted (inserting thread only) - completed (workers): see sequence_state.

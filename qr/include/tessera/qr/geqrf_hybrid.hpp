@@ -20,6 +20,7 @@ struct hybrid_options {
   int lookahead = 1;         // tile columns the CPUs update ahead of the GPU; 1: "GPU-only"
   bool row_pipelined = true; // one GPU task per TSQRT, started as soon as that row is factored;
                              // false: one per panel (Figure 5b)
+  bool split_next = true;    // the GPU column the CPUs take at the next step gets tasks of its own
   std::atomic<std::uint64_t>* progress = nullptr;  // ticks once per task, as geqrf_options
 };
 
