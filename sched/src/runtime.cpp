@@ -283,9 +283,9 @@ void runtime_impl::runner_loop() {
     if (next < have) return batch[next++];
     if (task_node* t = worker_states[me]->mailbox.pop()) return t;
     next = 0;
-    have = ready.urgent() ? ready.pop_batch(batch, batch_max, workers) : 0;
+    // Tasks released by completions (older, often on the critical path) before new insertions.
+    have = ready.pop_batch(batch, batch_max, workers);
     if (!have) have = submitted_ready.pop(batch, batch_max, workers);
-    if (!have) have = ready.pop_batch(batch, batch_max, workers);
     if (have) return batch[next++];
     return pop_for(me);
   };
@@ -328,11 +328,9 @@ void runtime_impl::runner_loop() {
 
 task_node* runtime_impl::pop_for(unsigned worker) {
   if (task_node* t = worker_states[worker]->mailbox.pop()) return t;
-  if (ready.urgent())
-    if (task_node* t = ready.pop()) return t;
+  if (task_node* t = ready.pop()) return t;
   task_node* t = nullptr;
   if (submitted_ready.pop(&t, 1, workers)) return t;
-  if (task_node* u = ready.pop()) return u;
   for (unsigned w = 0; w < workers; ++w)  // steal what a busy worker was hinted
     if (w != worker)
       if (task_node* v = worker_states[w]->mailbox.pop()) return v;

@@ -25,12 +25,8 @@ class ready_queue {
  public:
   void push(task_node* t) {
     std::lock_guard lock(_lock);
-    if (t->priority == 0) {
-      _fifo.push_back(t);
-    } else {
-      _heap.push(t);
-      _heap_count.fetch_add(1, std::memory_order_relaxed);
-    }
+    if (t->priority == 0) _fifo.push_back(t);
+    else _heap.push(t);
     _size.fetch_add(1, std::memory_order_release);
   }
   task_node* pop() {
@@ -40,7 +36,6 @@ class ready_queue {
     if (!_heap.empty() && (_heap.top()->priority > 0 || _fifo.empty())) {
       t = _heap.top();
       _heap.pop();
-      _heap_count.fetch_sub(1, std::memory_order_relaxed);
     } else if (!_fifo.empty()) {
       t = _fifo.front();
       _fifo.pop_front();
@@ -49,8 +44,6 @@ class ready_queue {
     return t;
   }
   bool empty() const { return _size.load(std::memory_order_acquire) == 0; }
-  // Prioritised tasks wait (they go before the submit ring's).
-  bool urgent() const { return _heap_count.load(std::memory_order_acquire) != 0; }
 
   // Up to max priority-0 tasks at once, but no more than a fair share of what waits: a runner
   // that takes several per lock keeps the lock and its line away from the inserting thread.
@@ -63,7 +56,6 @@ class ready_queue {
       if (_heap.top()->priority > 0 || _fifo.empty()) {
         out[0] = _heap.top();
         _heap.pop();
-        _heap_count.fetch_sub(1, std::memory_order_relaxed);
         _size.fetch_sub(1, std::memory_order_relaxed);
         return 1;
       }
@@ -90,7 +82,6 @@ class ready_queue {
   // from the inserting thread each time.
   alignas(64) std::atomic<std::size_t> _size{0};
   alignas(64) spinlock _lock;
-  std::atomic<std::size_t> _heap_count{0};
   std::deque<task_node*> _fifo;
   std::priority_queue<task_node*, std::vector<task_node*>, later> _heap;
 };
