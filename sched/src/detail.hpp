@@ -63,6 +63,14 @@ struct sequence_state {
 
 struct task_node;
 
+// A handle's reference to a task: no count is held. A task's node is recycled once it is done; a
+// reference whose id no longer matches its node's names a task that finished (nothing to wait for).
+struct task_ref {
+  task_node* node;
+  std::uint64_t id;
+  bool traced;
+};
+
 // Where a datum's copies are and which are current (GPU backend). Changed by the GPU thread, and
 // by a CPU task that writes the datum: the DAG keeps those two from touching one datum at once.
 struct copy_state {
@@ -86,9 +94,9 @@ struct handle_state {
   bool gpu_touched = false;    // some task inserted so far ran on the GPU with it (inserting thread)
   copy_state copies;
   // Hazard state, touched only by the inserting thread.
-  std::vector<task_node*> writers;     // the last writer, or the members of the open accumulate group
-  std::vector<task_node*> readers;     // readers since the last write
-  std::vector<task_node*> group_preds; // what the open accumulate group orders after
+  std::vector<task_ref> writers;      // the last writer, or the members of the open accumulate group
+  std::vector<task_ref> readers;      // readers since the last write
+  std::vector<task_ref> group_preds;  // what the open accumulate group orders after
   bool accumulating = false;
   // Written by workers: the worker that last wrote this datum (locality hint).
   std::atomic<int> last_worker{-1};
@@ -98,9 +106,7 @@ struct handle_state {
 
 struct task_node {
   // Hot fields first: inserting and running an ordinary task touches only these few cache lines.
-  // Lifetime: one reference for being in flight, one per handle state that lists the task.
-  // Recycled through the runtime's pool when the count drops to zero.
-  std::atomic<int> refs{0};
+  // Lifetime: from runtime::task to the end of complete(), which returns the node to the pool.
   // Unfinished predecessors, plus one until submit(): the task is ready when it reaches zero.
   std::atomic<int> pending{1};
   spinlock lock;                  // guards done and successors
@@ -138,10 +144,11 @@ struct task_node {
     priority = 0;
     stream = 0;
     seq = nullptr;
-    locality = nullptr;
-    last_linked_successor = nullptr;
-    successors.clear();
-    written.clear();
+    // Stores only where something changes: a line another core has read stays shared.
+    if (locality) locality = nullptr;
+    if (last_linked_successor) last_linked_successor = nullptr;
+    if (!successors.empty()) successors.clear();
+    if (!written.empty()) written.clear();
     body.reset();
     if (extras) {
       extras = false;

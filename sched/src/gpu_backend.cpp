@@ -279,7 +279,7 @@ class cuda_backend final : public gpu_backend {
       c.host_valid = false;
       c.h2d_done = c.d2h_done = nullptr;
     }
-    _rt.complete(t);
+    _rt.complete(t, _rt.workers);  // the GPU thread's worker index
   }
 
   // Returns true when it did something.

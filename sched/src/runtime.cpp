@@ -122,16 +122,20 @@ task_node* runtime_impl::new_task() {
   t->id = next_id++;
   t->seq = default_sequence.get();
   t->traced = tracing.load(std::memory_order_relaxed);
-  t->refs.store(1, std::memory_order_relaxed);  // released on completion
   open_builder = t;
   return t;
 }
 
-void runtime_impl::link(task_node* pred, task_node* succ, hazard kind) {
-  if (pred == succ || pred->last_linked_successor == succ) return;
+void runtime_impl::link(const task_ref& ref, task_node* succ, hazard kind) {
+  if (ref.id == succ->id) return;  // a task's own earlier access
+  task_node* pred = ref.node;
+  // Only this thread reuses nodes, so an id that still matches means the node is that task's.
+  const bool live = pred->id == ref.id;
+  if (live && pred->last_linked_successor == succ) return;
+  if (ref.traced && succ->traced) trace_edges.push_back({ref.id, succ->id, kind});
+  if (log_debug) log->debug("  {} {} -> {}", to_string(kind), ref.id, succ->id);
+  if (!live) return;  // finished and recycled: nothing to wait for
   pred->last_linked_successor = succ;
-  if (pred->traced && succ->traced) trace_edges.push_back({pred->id, succ->id, kind});
-  if (log_debug) log->debug("  {} {} -> {}", to_string(kind), pred->id, succ->id);
   // Most predecessors of an aggregated task have finished by the time it is built: no lock for them.
   if (pred->done.load(std::memory_order_acquire)) return;
   std::lock_guard lock(pred->lock);
@@ -143,10 +147,8 @@ void runtime_impl::link(task_node* pred, task_node* succ, hazard kind) {
 }
 
 namespace {
-void hold(std::vector<task_node*>& list, task_node* t) {
-  t->refs.fetch_add(1, std::memory_order_relaxed);
-  list.push_back(t);
-}
+void hold(std::vector<task_ref>& list, task_node* t) { list.push_back({t, t->id, t->traced}); }
+bool last_is(const std::vector<task_ref>& list, const task_node* t) { return !list.empty() && list.back().id == t->id; }
 }  // namespace
 
 void runtime_impl::add_access(task_node* t, handle_state* h, access mode) {
@@ -155,26 +157,23 @@ void runtime_impl::add_access(task_node* t, handle_state* h, access mode) {
     t->extras = true;
     t->accesses.emplace_back(h, mode);
   }
-  auto drop_all = [&](std::vector<task_node*>& list) {
-    for (task_node* p : list) release(p);
-    list.clear();
-  };
+  auto drop_all = [](std::vector<task_ref>& list) { list.clear(); };
   switch (mode) {
     case access::read:
-      for (task_node* w : h->writers) link(w, t, hazard::raw);
+      for (const task_ref& w : h->writers) link(w, t, hazard::raw);
       if (h->accumulating) {  // the group is closed: later accesses order after all its members
         h->accumulating = false;
         drop_all(h->group_preds);
       }
-      if (h->readers.empty() || h->readers.back() != t) hold(h->readers, t);
+      if (!last_is(h->readers, t)) hold(h->readers, t);
       break;
     case access::write:
     case access::read_write:
       if (!h->readers.empty()) {
-        for (task_node* r : h->readers) link(r, t, hazard::war);
+        for (const task_ref& r : h->readers) link(r, t, hazard::war);
       } else {
         const hazard kind = mode == access::write ? hazard::waw : hazard::raw;
-        for (task_node* w : h->writers) link(w, t, kind);
+        for (const task_ref& w : h->writers) link(w, t, kind);
       }
       drop_all(h->readers);
       drop_all(h->writers);
@@ -193,8 +192,8 @@ void runtime_impl::add_access(task_node* t, handle_state* h, access mode) {
         drop_all(h->writers);
         h->accumulating = true;
       }
-      for (task_node* p : h->group_preds) link(p, t, hazard::accumulate);
-      if (h->writers.empty() || h->writers.back() != t) {
+      for (const task_ref& p : h->group_preds) link(p, t, hazard::accumulate);
+      if (!last_is(h->writers, t)) {
         hold(h->writers, t);
         t->extras = true;
         t->accumulated.push_back(h);
@@ -374,7 +373,7 @@ void runtime_impl::execute(task_node* t, unsigned worker) {
   // Captured resources go now, not when the node is reused; a body without any is left for the
   // inserting thread to overwrite, so this worker does not dirty another cache line of the node.
   if (t->body.owns_resources()) t->body.reset();
-  complete(t);
+  complete(t, worker);
 }
 
 bool runtime_impl::run_body(task_node* t, unsigned worker) {
@@ -408,7 +407,7 @@ bool runtime_impl::run_body(task_node* t, unsigned worker) {
   return true;
 }
 
-void runtime_impl::complete(task_node* t) {
+void runtime_impl::complete(task_node* t, unsigned worker) {
   {
     std::lock_guard lock(t->lock);
     t->done.store(true, std::memory_order_release);
@@ -419,15 +418,24 @@ void runtime_impl::complete(task_node* t) {
   }
   // The list is cleared when the node is reused (reset), by the thread that rewrites it anyway.
   sequence_state* seq = t->seq;
-  release(t);
+  recycle(t, worker);
   seq->completed.fetch_add(1, std::memory_order_acq_rel);
   completed.fetch_add(1, std::memory_order_acq_rel);
 }
 
-void runtime_impl::release(task_node* t) {
-  if (t->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+void runtime_impl::recycle(task_node* t, unsigned worker) {
+  if (worker == 0) {  // the inserting thread: its own pool
+    pool_local.push_back(t);
+    return;
+  }
+  // Other threads hand nodes over in batches: one lock per batch, and the inserting thread gets
+  // nodes this thread finished with a while ago rather than one still hot in its cache.
+  auto& freed = worker_states[worker]->freed;
+  freed.push_back(t);
+  if (freed.size() >= 64) {
     std::lock_guard lock(pool_lock);
-    pool_shared.push_back(t);
+    pool_shared.insert(pool_shared.end(), freed.begin(), freed.end());
+    freed.clear();
   }
 }
 
@@ -529,7 +537,14 @@ const trace_data& runtime_impl::trace() {
   if (gpu) gpu->take_trace(merged.tasks, merged.tracks, static_cast<int>(workers), trace_origin_ns);
   std::sort(merged.tasks.begin(), merged.tasks.end(),
             [](const trace_task& a, const trace_task& b) { return a.id < b.id; });
+  // A finished predecessor seen through several handles can be reported more than once.
   merged.edges = trace_edges;
+  std::sort(merged.edges.begin(), merged.edges.end(), [](const trace_edge& a, const trace_edge& b) {
+    return a.from != b.from ? a.from < b.from : a.to != b.to ? a.to < b.to : a.kind < b.kind;
+  });
+  merged.edges.erase(std::unique(merged.edges.begin(), merged.edges.end(),
+                                 [](const trace_edge& a, const trace_edge& b) { return a.from == b.from && a.to == b.to; }),
+                     merged.edges.end());
   return merged;
 }
 

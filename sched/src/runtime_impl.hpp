@@ -137,6 +137,7 @@ struct worker_state {
   std::unique_ptr<std::byte[], aligned_delete> scratch;
   std::size_t scratch_size = 0;
   std::vector<trace_task> trace;    // this worker's finished tasks, while tracing
+  std::vector<task_node*> freed;    // done nodes, handed to the shared pool in batches
 };
 
 struct runtime_impl {
@@ -146,7 +147,7 @@ struct runtime_impl {
   // --- insertion (one thread) ---
   task_node* new_task();
   void add_access(task_node* t, handle_state* h, access mode);
-  void link(task_node* pred, task_node* succ, hazard kind);
+  void link(const task_ref& pred, task_node* succ, hazard kind);
   void submit(task_node* t);
   // --- execution ---
   void make_ready(task_node* t, bool by_inserter = false);
@@ -154,8 +155,8 @@ struct runtime_impl {
   void runner_loop();
   task_node* pop_for(unsigned worker);
   void execute(task_node* t, unsigned worker);
-  void complete(task_node* t);
-  void release(task_node* t);
+  void complete(task_node* t, unsigned worker);
+  void recycle(task_node* t, unsigned worker);  // back to the pool once done
   bool help_once();  // the inserting thread runs one ready task, if any
   template <class Done>
   void help_until(Done done);

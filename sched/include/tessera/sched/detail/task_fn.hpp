@@ -47,16 +47,18 @@ class task_fn {
 
   void reset() noexcept {
     if (_destroy) _destroy(_target);
+    if (!_invoke) return;  // already empty: no store, so a line other cores read stays shared
     _target = nullptr;
     _invoke = nullptr;
     _destroy = nullptr;
   }
 
  private:
-  alignas(std::max_align_t) unsigned char _buf[inline_size];
+  // The three words every task touches come first, next to the task's other hot fields.
   void* _target = nullptr;
   void (*_invoke)(void*, task_context&) = nullptr;
   void (*_destroy)(void*) noexcept = nullptr;
+  alignas(std::max_align_t) unsigned char _buf[inline_size];
 };
 
 }  // namespace detail
