@@ -222,7 +222,14 @@ void runtime_impl::submit(task_node* t) {
   ++t->seq->submitted;
   ++submitted;
   if (log_debug) log->debug("task {} '{}' submitted", t->id, t->label);
-  if (t->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) make_ready(t, true);
+  // No predecessor outstanding (the common case for wide DAGs): nobody else can touch the count,
+  // so a plain store does, without the full fence of a locked instruction.
+  if (t->pending.load(std::memory_order_acquire) == 1) {
+    t->pending.store(0, std::memory_order_relaxed);
+    make_ready(t, true);
+  } else if (t->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    make_ready(t, true);
+  }
   // The window: reading the workers' completion count on every insertion would pull its cache line
   // across cores each time, so look only when the last count seen says the window may be full.
   if (submitted - completed_seen >= window) {
