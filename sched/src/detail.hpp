@@ -84,20 +84,21 @@ struct copy_state {
 };
 
 struct handle_state {
+  // Hazard state first, on one cache line: resolving an access touches only this (and the lists'
+  // buffers). Touched only by the inserting thread.
+  std::vector<task_ref> writers;      // the last writer, or the members of the open accumulate group
+  std::vector<task_ref> readers;      // readers since the last write
+  bool accumulating = false;
+  bool gpu_touched = false;           // some task inserted so far ran on the GPU with it
+  std::uint64_t key = 0;
+  std::vector<task_ref> group_preds;  // what the open accumulate group orders after
   void* data = nullptr;
   std::size_t bytes = 0;
-  std::uint64_t key = 0;
   // Shape for copies: runs of run_bytes, pitch apart (a 1-D datum is one run).
   std::size_t run_bytes = 0;
   std::size_t runs = 1;
   std::size_t pitch = 0;
-  bool gpu_touched = false;    // some task inserted so far ran on the GPU with it (inserting thread)
   copy_state copies;
-  // Hazard state, touched only by the inserting thread.
-  std::vector<task_ref> writers;      // the last writer, or the members of the open accumulate group
-  std::vector<task_ref> readers;      // readers since the last write
-  std::vector<task_ref> group_preds;  // what the open accumulate group orders after
-  bool accumulating = false;
   // Written by workers: the worker that last wrote this datum (locality hint).
   std::atomic<int> last_worker{-1};
   // Serialises the members of an accumulate group while they run.
