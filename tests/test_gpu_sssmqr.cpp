@@ -369,8 +369,10 @@ TEST_CASE_TEMPLATE("gpu_sssmqr equals a loop of LAPACK TPMQRT down a panel", T, 
         } else {
           const int ld1 = s.kk + 5;
           dev<T> top(std::size_t(ld1) * std::max(n2, 1));
-          cuda_ok(cudaMemcpy2D(top.p, sizeof(T) * ld1, A1r, sizeof(T) * B.ld, sizeof(T) * s.kk, n2,
-                               cudaMemcpyDeviceToDevice));
+          // On the kernels' stream: a device-to-device cudaMemcpy2D does not wait for the host, and
+          // on another stream it would race with the apply that reads top.
+          cuda_ok(cudaMemcpy2DAsync(top.p, sizeof(T) * ld1, A1r, sizeof(T) * B.ld, sizeof(T) * s.kk, n2,
+                                    cudaMemcpyDeviceToDevice, b.s));
           gpu_sssmqr_apply<T>(s.count, s.nb, s.m_last, n2, s.kk, top.p, ld1, A2r, B.ld, dP.p, P.ld,
                               factors.p, work.p, work.n, b.h);
           cuda_ok(cudaMemcpy2DAsync(A1r, sizeof(T) * B.ld, top.p, sizeof(T) * ld1, sizeof(T) * s.kk,
