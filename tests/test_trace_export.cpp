@@ -595,6 +595,46 @@ TEST_CASE("summarize: known critical paths, busy, idle and gaps") {
   }
 }
 
+TEST_CASE("summarize: per-label count, total, median and max; copies grouped by direction") {
+  std::mt19937_64 rng(tessera::testing::seed() + 5);
+  const char* names[] = {"tsqrt", "tsmqr", "H2D for 3", "H2D for 4", "D2H for 9"};
+  const char* groups[] = {"tsqrt", "tsmqr", "H2D", "H2D", "D2H"};
+  std::map<std::string, std::vector<double>> want;
+  trace_data tr;
+  tr.tracks = {"a", "b", "c"};
+  std::uniform_real_distribution<double> dur(0.5, 100.0);
+  std::uniform_int_distribution<int> pick(0, 4), track(0, 2);
+  const int n = 1 + static_cast<int>(rng() % 400);
+  double t = 0;
+  for (int i = 0; i < n; ++i) {
+    const int k = pick(rng);
+    const double d = dur(rng);
+    tr.tasks.push_back(task(std::uint64_t(i), track(rng), t, t + d, names[k]));
+    want[groups[k]].push_back(d);
+    t += d;
+  }
+  const trace_summary s = summarize(tr);
+  REQUIRE(s.labels.size() == want.size());
+  for (std::size_t i = 0; i + 1 < s.labels.size(); ++i) CHECK(s.labels[i].total_us >= s.labels[i + 1].total_us);
+  for (const label_stats& l : s.labels) {
+    CAPTURE(l.label);
+    REQUIRE(want.count(l.label) == 1);
+    std::vector<double> d = want[l.label];
+    std::sort(d.begin(), d.end());
+    const double median = d.size() % 2 ? d[d.size() / 2] : (d[d.size() / 2 - 1] + d[d.size() / 2]) / 2;
+    double total = 0;
+    for (double x : d) total += x;
+    CHECK(l.tasks == d.size());
+    CHECK(l.total_us == doctest::Approx(total));
+    CHECK(l.median_us == doctest::Approx(median));
+    CHECK(l.max_us == doctest::Approx(d.back()));
+  }
+  std::ostringstream out;
+  print_summary(tr, s, out);
+  CHECK(out.str().find("median") != std::string::npos);
+  CHECK(out.str().find("H2D for") == std::string::npos);
+}
+
 TEST_CASE("print_summary: one line per track, span and critical path") {
   trace_data tr;
   tr.tracks = {"worker 0", "worker 1"};

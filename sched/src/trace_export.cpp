@@ -613,6 +613,27 @@ trace_summary summarize(const trace_data& trace) {
     throw std::invalid_argument("tessera::summarize: the trace's edges form a cycle (" + integer(n - done) +
                                 " tasks on or after it), so there is no critical path");
   }
+
+  // Per label; a copy's label names the task it was for ("H2D for 12"): grouped as "H2D".
+  std::map<std::string, std::vector<double>, std::less<>> by_label;
+  for (const trace_task& t : trace.tasks) {
+    const std::string_view label(t.label);
+    by_label[std::string(label.substr(0, label.find(" for ")))].push_back(t.end_us - t.start_us);
+  }
+  for (auto& [label, d] : by_label) {
+    label_stats st;
+    st.label = label;
+    st.tasks = d.size();
+    for (double x : d) st.total_us += x;
+    auto mid = d.begin() + static_cast<std::ptrdiff_t>(d.size() / 2);
+    std::nth_element(d.begin(), mid, d.end());
+    st.median_us = *mid;
+    if (d.size() % 2 == 0) st.median_us = (st.median_us + *std::max_element(d.begin(), mid)) / 2;
+    st.max_us = *std::max_element(d.begin(), d.end());
+    sum.labels.push_back(std::move(st));
+  }
+  std::stable_sort(sum.labels.begin(), sum.labels.end(),
+                   [](const label_stats& a, const label_stats& b) { return a.total_us > b.total_us; });
   return sum;
 }
 
@@ -671,6 +692,25 @@ void print_summary(const trace_data& trace, const trace_summary& summary, std::o
     << pct(summary.critical_path_us, summary.span_us) << " of span), average parallelism "
     << (summary.span_us > 0 ? fixed(total_busy / summary.span_us, 2) : std::string("-")) << " of "
     << integer(n_tracks) << " tracks\n";
+  if (summary.labels.empty()) return;
+  std::size_t label_w = 5;
+  for (const label_stats& l : summary.labels) label_w = std::max(label_w, std::min<std::size_t>(l.label.size(), 32));
+  line.clear();
+  cell("label", label_w, false);
+  cell("tasks", 9, true);
+  cell("total " + unit, 14, true);
+  cell("median [µs]", 14, true);
+  cell("max [µs]", 14, true);
+  s << line << '\n';
+  for (const label_stats& l : summary.labels) {
+    line.clear();
+    cell(l.label, label_w, false);
+    cell(integer(l.tasks), 9, true);
+    cell(fixed(l.total_us / u.div, 3), 14, true);
+    cell(fixed(l.median_us, 1), 14, true);
+    cell(fixed(l.max_us, 1), 14, true);
+    s << line << '\n';
+  }
 }
 
 // =============================================================================================
