@@ -20,7 +20,7 @@ void factor_and_check(int m, int n, int nb, int ib, unsigned workers, const tess
   std::uniform_real_distribution<T> dist(T(-1), T(1));
   std::vector<T> a(std::size_t(m) * n);
   for (T& x : a) x = dist(rng);
-  tessera::runtime rt({.workers = workers, .gpu_streams = 2});
+  tessera::runtime rt(tessera::qr::hybrid_runtime_options(workers));
   tessera::qr::qr_factors<T> f(rt, m, n, nb, ib, tessera::qr::pinned_allocator());
   tessera::qr::to_tiles_async(rt, a.data(), m, f.a(), f.ha(), "A");
   tessera::qr::geqrf_hybrid(rt, f, options);

@@ -5,10 +5,13 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "tessera/sched.hpp"
@@ -55,8 +58,14 @@ TEST_CASE("random CPU/GPU programs equal sequential execution") {
   const auto seed = tessera::testing::seed();
   std::mt19937_64 rng(seed);
   constexpr int len = 64, data = 6;
-  tessera::runtime rt({.workers = 3, .gpu_streams = 3});
-  for (int program = 0; program < 60; ++program) {
+  // Launch at once, two in flight per stream (the default), one in flight plus an urgent stream.
+  const tessera::runtime_options configs[] = {
+      {.workers = 3, .gpu_streams = 3, .gpu_stream_depth = 0},
+      {.workers = 3, .gpu_streams = 3},
+      {.workers = 2, .gpu_streams = 1, .gpu_stream_depth = 1, .gpu_urgent_priority = 2}};
+  for (int program = 0; program < 90; ++program) {
+    CAPTURE(program);
+    tessera::runtime rt(configs[program % 3]);
     std::vector<std::vector<double>> v(data, std::vector<double>(len)), ref(data, std::vector<double>(len));
     std::vector<tessera::handle> h(data);
     for (int d = 0; d < data; ++d) {
@@ -72,6 +81,7 @@ TEST_CASE("random CPU/GPU programs equal sequential execution") {
         rt.task([hd = h[d], alpha](tessera::task_context& ctx) { gpu_scale(ctx, hd, len, alpha); })
             .on(tessera::device::gpu)
             .read_write(h[d])
+            .priority(static_cast<int>(rng() % 4))
             .submit();
       } else if (d != s) {  // CPU: v[d] += v[s]
         for (int i = 0; i < len; ++i) ref[d][i] += ref[s][i];
@@ -161,4 +171,77 @@ TEST_CASE("traces show GPU streams and copy engines as tracks") {
   CHECK(gpu_tasks == 1);
   CHECK(copies == 2);
   CHECK(tr.tracks.size() == 2 + 2 + 2);
+}
+
+namespace {
+// Holds a GPU stream until released: a host function on the stream spins on a flag.
+struct stream_gate {
+  std::atomic<bool> open{false};
+  void hold(tessera::task_context& ctx) {
+    auto spin = [](void* p) {
+      auto* flag = static_cast<std::atomic<bool>*>(p);
+      while (!flag->load(std::memory_order_acquire)) std::this_thread::yield();
+    };
+    if (cudaLaunchHostFunc(tessera::stream_of(ctx), spin, &open) != cudaSuccess)
+      throw std::runtime_error("cudaLaunchHostFunc failed");
+  }
+};
+}  // namespace
+
+TEST_CASE("GPU tasks wait for a stream in priority order; urgent ones get a stream of their own") {
+  (void)skip_without_device;
+  SUBCASE("one stream, one in flight: highest priority first, then insertion order") {
+    for (const unsigned depth : {1u, 0u}) {
+      CAPTURE(depth);
+      tessera::runtime rt({.workers = 2, .gpu_streams = 1, .gpu_stream_depth = depth});
+      stream_gate gate;
+      std::vector<int> launched;  // GPU task bodies run on the GPU thread, one at a time
+      rt.task([&](tessera::task_context& ctx) { gate.hold(ctx); }).on(tessera::device::gpu).priority(100).submit();
+      const int priorities[] = {0, 5, 1, 5, 0, 9};
+      for (int i = 0; i < 6; ++i)
+        rt.task([&launched, i](tessera::task_context&) { launched.push_back(i); })
+            .on(tessera::device::gpu)
+            .priority(priorities[i])
+            .submit();
+      // All six are ready at once; with no limit they launch as soon as the GPU thread sees them.
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      const std::size_t before_release = launched.size();
+      gate.open = true;
+      rt.wait_all();
+      if (depth == 1) {
+        CHECK(before_release == 0);
+        CHECK(launched == std::vector<int>{5, 1, 3, 2, 0, 4});
+      } else {
+        CHECK(before_release == 6);
+      }
+    }
+  }
+  SUBCASE("an urgent task runs while the regular stream is held") {
+    tessera::runtime rt({.workers = 2, .trace = true, .gpu_streams = 1, .gpu_stream_depth = 1, .gpu_urgent_priority = 10});
+    stream_gate gate;
+    std::vector<double> x(256, 1.0);
+    auto hx = rt.register_data(x.data(), x.size() * sizeof(double));
+    void* held = nullptr;
+    void* urgent = nullptr;
+    std::atomic<bool> urgent_done{false};
+    rt.task([&](tessera::task_context& ctx) { held = ctx.stream(); gate.hold(ctx); }).on(tessera::device::gpu).priority(9).submit();
+    rt.task([&](tessera::task_context&) {}).on(tessera::device::gpu).priority(9).label("regular").submit();
+    rt.task([&, hx](tessera::task_context& ctx) { urgent = ctx.stream(); gpu_scale(ctx, hx, 256, 3.0); })
+        .on(tessera::device::gpu)
+        .read_write(hx)
+        .priority(10)
+        .label("urgent")
+        .submit();
+    rt.task([&] { urgent_done = x[0] == 3.0; }).read(hx).submit();
+    for (int i = 0; i < 2000 && !urgent_done; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const bool done_while_held = urgent_done;
+    gate.open = true;
+    rt.wait_all();
+    CHECK(done_while_held);
+    CHECK(urgent != nullptr);
+    CHECK(urgent != held);
+    const auto& tr = rt.trace();
+    REQUIRE(tr.tracks.size() == 2 + 2 + 2);
+    CHECK(tr.tracks[3] == "GPU stream 1 (urgent)");
+  }
 }

@@ -231,7 +231,7 @@ int run(const options& o) {
   std::unique_ptr<tessera::runtime> rt_gpu;
 #if TESSERA_BENCH_CUDA
   if (gpu) {
-    rt_gpu = std::make_unique<tessera::runtime>(tessera::runtime_options{.workers = o.threads, .gpu_streams = 2});
+    rt_gpu = std::make_unique<tessera::runtime>(tessera::qr::hybrid_runtime_options(o.threads));
     const int nt_max = (*std::max_element(o.sizes.begin(), o.sizes.end()) + o.nb - 1) / o.nb;
     contestants.push_back(tessera_gpu<T>(*rt_gpu, o, 1, "gpu"));
     contestants.push_back(tessera_gpu<T>(*rt_gpu, o, o.lookahead ? o.lookahead : std::max(2, tessera::qr::default_lookahead(nt_max)), "hybrid"));

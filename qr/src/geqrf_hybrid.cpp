@@ -33,6 +33,15 @@ std::uint64_t hybrid_task_count(int mt, int nt, const hybrid_options& options) {
   return count;
 }
 
+runtime_options hybrid_runtime_options(unsigned workers) {
+  runtime_options o;
+  o.workers = workers;
+  o.gpu_streams = 2;
+  o.gpu_stream_depth = 2;
+  o.gpu_urgent_priority = hybrid_urgent_priority;
+  return o;
+}
+
 int default_lookahead(int nt) noexcept {
   // Measured on an H200 with 16 Xeon cores (README): the CPUs' panel chain is the critical path,
   // so every extra column they update delays the next panel; lookahead 1 was fastest at n = 8192
@@ -116,7 +125,7 @@ class gpu_update_tasks {
   }
 
   // Q_k^T of GEQRT(k) applied to tile row k, tile columns [j0, j1) (the top row of Figure 6a).
-  void ormqr(int k, int j0, int j1) {
+  void ormqr(int k, int j0, int j1, int priority) {
     const tile_matrix<T>& a = _f.a();
     const int mk = a.tile_rows(k), kk = std::min(mk, a.tile_cols(k)), n = columns(j0, j1), ib = _ib;
     const handle hv = _cpu.v_handle(k), htk = _f.ht()(k, k);
@@ -132,12 +141,12 @@ class gpu_update_tasks {
     });
     b.on(device::gpu).read(hv).read(htk);
     for (int j = j0; j < j1; ++j) b.read_write(_f.ha()(k, j));
-    b.priority(1).label("gpu_ormqr").color(0x17becf).submit();
+    b.priority(priority).label("gpu_ormqr").color(0x17becf).submit();
   }
 
   // The TSQRT reflectors of tile rows [i0, i1) of step k applied to those rows and tile row k,
   // tile columns [j0, j1): one task inheriting the dependencies of the CPU TSMQRs it replaces.
-  void tsmqr(int k, int i0, int i1, int j0, int j1) {
+  void tsmqr(int k, int i0, int i1, int j0, int j1, int priority) {
     const tile_matrix<T>& a = _f.a();
     const int nk = a.tile_cols(k), n = columns(j0, j1), count = i1 - i0, m_last = a.tile_rows(i1 - 1);
     const int nb = _nb, ib = _ib, ldda = _ldda, lddt = _lddt;
@@ -157,7 +166,7 @@ class gpu_update_tasks {
       b.read(_f.ha()(i, k)).read(_f.ht()(i, k));
       for (int j = j0; j < j1; ++j) b.read_write(_f.ha()(k, j)).read_write(_f.ha()(i, j));
     }
-    b.priority(1).label("gpu_sssmqr").color(0x9467bd).submit();
+    b.priority(priority).label("gpu_sssmqr").color(0x9467bd).submit();
   }
 
  private:
@@ -214,22 +223,24 @@ void geqrf_hybrid(runtime& rt, qr_factors<T>& f, const hybrid_options& options) 
       for (int j = k + 1; j < split; ++j) cpu.ormqr(k, j);
       // The GPU's first column passes to the CPUs at the next step: with split_next, it is updated
       // by tasks of its own, so the next panel does not wait for the whole width.
+      // That column's tasks are on the CPUs' path: urgent, ahead of the bulk of the update.
       const int next = options.split_next && split + 1 < nt ? split + 1 : nt;
+      const int first = next < nt ? hybrid_urgent_priority : 1, bulk = 1;
       if (split < nt) {
-        gpu.ormqr(k, split, next);
-        if (next < nt) gpu.ormqr(k, next, nt);
+        gpu.ormqr(k, split, next, first);
+        if (next < nt) gpu.ormqr(k, next, nt, bulk);
       }
       for (int i = k + 1; i < mt; ++i) {
         cpu.tsqrt(k, i);
         for (int j = k + 1; j < split; ++j) cpu.tsmqr(k, i, j);
         if (split < nt && options.row_pipelined) {
-          gpu.tsmqr(k, i, i + 1, split, next);
-          if (next < nt) gpu.tsmqr(k, i, i + 1, next, nt);
+          gpu.tsmqr(k, i, i + 1, split, next, first);
+          if (next < nt) gpu.tsmqr(k, i, i + 1, next, nt, bulk);
         }
       }
       if (split < nt && !options.row_pipelined && k + 1 < mt) {
-        gpu.tsmqr(k, k + 1, mt, split, next);
-        if (next < nt) gpu.tsmqr(k, k + 1, mt, next, nt);
+        gpu.tsmqr(k, k + 1, mt, split, next, first);
+        if (next < nt) gpu.tsmqr(k, k + 1, mt, next, nt, bulk);
       }
       // Tile row k of R is final: bring the GPU's part home while the factorization goes on.
       for (int j = split; j < nt; ++j)

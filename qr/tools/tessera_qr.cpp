@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -31,6 +32,8 @@ struct config {
   bool lookahead_given = false;
   bool split_next = true;
   bool pinned = true;
+  unsigned gpu_streams = 2, stream_depth = 2;
+  bool urgent_stream = true;
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   bool check = false;
   std::string trace;
@@ -111,7 +114,14 @@ result run(const config& c) {
   const bool gpu = c.device != "cpu";
   if (gpu && !tessera::qr::hybrid_available())
     throw device_unavailable("--device " + c.device + ": no CUDA device here (or Tessera built without CUDA)");
-  tessera::runtime rt({.workers = c.threads, .gpu_streams = gpu ? 2u : 0u});
+  tessera::runtime_options ro = gpu ? tessera::qr::hybrid_runtime_options(c.threads) : tessera::runtime_options{};
+  ro.workers = c.threads;
+  if (gpu) {
+    ro.gpu_streams = c.gpu_streams;
+    ro.gpu_stream_depth = c.stream_depth;
+    if (!c.urgent_stream) ro.gpu_urgent_priority = std::numeric_limits<int>::max();
+  }
+  tessera::runtime rt(ro);
   tessera::qr::qr_factors<T> f(rt, c.m, c.n, c.nb, c.ib,
                                gpu && c.pinned ? tessera::qr::pinned_allocator() : tessera::qr::tile_allocator{});
   const std::vector<T> a = random_matrix<T>(c.m, c.n, c.seed);
@@ -223,6 +233,11 @@ int main(int argc, char** argv) {
   app.add_flag("!--no-pinned", c.pinned, "gpu/hybrid: tiles in pageable memory (for comparison)");
   app.add_flag("!--no-split-next", c.split_next,
                "gpu/hybrid: update the GPU column the CPUs take next together with the rest (for comparison)");
+  app.add_option("--gpu-streams", c.gpu_streams, "gpu/hybrid: GPU streams for the update")->check(CLI::PositiveNumber);
+  app.add_option("--stream-depth", c.stream_depth, "gpu/hybrid: GPU tasks in flight per stream (0: no limit)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_flag("!--no-urgent-stream", c.urgent_stream,
+               "gpu/hybrid: no stream of its own for the GPU tasks on the CPUs' path (for comparison)");
   app.add_option("--lookahead", c.lookahead, "tile columns the CPUs update ahead of the GPU (hybrid; default: tuned)")
       ->check(CLI::PositiveNumber);
   try {

@@ -11,7 +11,10 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <chrono>
+#include <climits>
+#include <limits>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -31,22 +34,31 @@ std::uint64_t now_ns() {
 
 class cuda_backend final : public gpu_backend {
  public:
-  cuda_backend(runtime_impl& rt, unsigned streams, int device) : _rt(rt), _device(device) {
-    check(cudaSetDevice(device), "cudaSetDevice");
+  cuda_backend(runtime_impl& rt, const runtime_options& o)
+      : _rt(rt), _device(o.gpu_device), _depth(o.gpu_stream_depth ? o.gpu_stream_depth : UINT_MAX),
+        _urgent_priority(o.gpu_urgent_priority),
+        _has_urgent(o.gpu_urgent_priority != std::numeric_limits<int>::max()) {
+    check(cudaSetDevice(_device), "cudaSetDevice");
+    int least = 0, greatest = 0;
+    check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "cudaDeviceGetStreamPriorityRange");
+    const unsigned streams = o.gpu_streams + (_has_urgent ? 1 : 0);
     for (unsigned i = 0; i < streams; ++i) {
+      const bool urgent = _has_urgent && i + 1 == streams;
       cudaStream_t s;
-      check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+      check(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, urgent ? greatest : least), "cudaStreamCreate");
       cublasHandle_t b;
       if (cublasCreate(&b) != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("tessera GPU backend: cublasCreate failed");
       cublasSetStream(b, s);
       _streams.push_back(s);
       _blas.push_back(b);
     }
+    _regular = o.gpu_streams;
+    _in_flight.assign(streams, 0);
     check(cudaStreamCreateWithFlags(&_h2d, cudaStreamNonBlocking), "cudaStreamCreate");
     check(cudaStreamCreateWithFlags(&_d2h, cudaStreamNonBlocking), "cudaStreamCreate");
     // Keep freed pool memory for reuse instead of returning it at every synchronisation.
     cudaMemPool_t pool;
-    if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) {
+    if (cudaDeviceGetDefaultMemPool(&pool, _device) == cudaSuccess) {
       std::uint64_t keep = UINT64_MAX;
       cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
     }
@@ -113,7 +125,8 @@ class cuda_backend final : public gpu_backend {
   void take_trace(std::vector<trace_task>& out, std::vector<std::string>& tracks, int first_track,
                   std::uint64_t origin_ns) override {
     std::lock_guard lock(_mutex);
-    for (unsigned i = 0; i < _streams.size(); ++i) tracks.push_back("GPU stream " + std::to_string(i));
+    for (unsigned i = 0; i < _streams.size(); ++i)
+      tracks.push_back("GPU stream " + std::to_string(i) + (i >= _regular ? " (urgent)" : ""));
     tracks.push_back("copy H2D");
     tracks.push_back("copy D2H");
     const double base_us = (static_cast<double>(_origin_host_ns) - static_cast<double>(origin_ns)) * 1e-3;
@@ -134,10 +147,14 @@ class cuda_backend final : public gpu_backend {
     task_node* task;
     cudaEvent_t end;
   };
-  struct waiting {
+  struct waiting {  // a CPU task waiting for copies to the host, or a GPU task for a stream
     task_node* task;
     std::vector<cudaEvent_t> events;
   };
+  // Heap order: highest priority on top, then the oldest.
+  static bool runs_later(const waiting& a, const waiting& b) {
+    return a.task->priority != b.task->priority ? a.task->priority < b.task->priority : a.task->id > b.task->id;
+  }
   struct record {
     trace_task task;
     int track;
@@ -220,21 +237,53 @@ class cuda_backend final : public gpu_backend {
     return t;
   }
 
-  void launch(task_node* t) {
-    const unsigned si = _next_stream++ % static_cast<unsigned>(_streams.size());
+  // A ready GPU task: its inputs start travelling now; it waits for a stream in _queue.
+  void enqueue(task_node* t) {
+    waiting q{t, {}};
+    try {
+      if (!t->seq->cancelled.load(std::memory_order_acquire))
+        for (auto& [h, mode] : t->accesses)
+          if (mode != access::write)
+            if (cudaEvent_t ready = to_device(h, t->id)) q.events.push_back(ready);
+    } catch (...) {
+      _rt.record_error(*t->seq, std::current_exception());
+    }
+    _queue.push_back(std::move(q));
+    std::push_heap(_queue.begin(), _queue.end(), runs_later);
+  }
+
+  // Launches queued tasks while a stream has room: the urgent stream for urgent tasks first, else
+  // the regular stream with the fewest in flight.
+  void dispatch() {
+    while (!_queue.empty()) {
+      const task_node* top = _queue.front().task;
+      unsigned si = UINT_MAX;
+      if (_has_urgent && top->priority >= _urgent_priority && _in_flight[_regular] < _depth) {
+        si = _regular;
+      } else {
+        for (unsigned i = 0; i < _regular; ++i)
+          if (_in_flight[i] < _depth && (si == UINT_MAX || _in_flight[i] < _in_flight[si])) si = i;
+      }
+      if (si == UINT_MAX) return;
+      std::pop_heap(_queue.begin(), _queue.end(), runs_later);
+      waiting q = std::move(_queue.back());
+      _queue.pop_back();
+      launch(q, si);
+    }
+  }
+
+  void launch(const waiting& q, unsigned si) {
+    task_node* t = q.task;
     cudaStream_t s = _streams[si];
     t->stream = si;
+    ++_in_flight[si];
     cudaEvent_t start = _tracing ? new_event() : nullptr;
     cudaEvent_t end = nullptr;
     try {
       end = new_event();
       if (!t->seq->cancelled.load(std::memory_order_acquire)) {
-        for (auto& [h, mode] : t->accesses) {
-          ensure_device(h, s);
-          if (mode != access::write) {
-            if (cudaEvent_t ready = to_device(h, t->id)) check(cudaStreamWaitEvent(s, ready, 0), "cudaStreamWaitEvent");
-          }
-        }
+        for (auto& [h, mode] : t->accesses) ensure_device(h, s);  // write-only data: room, no copy
+        for (cudaEvent_t ready : q.events) check(cudaStreamWaitEvent(s, ready, 0), "cudaStreamWaitEvent");
       }
     } catch (...) {
       _rt.record_error(*t->seq, std::current_exception());
@@ -292,6 +341,7 @@ class cuda_backend final : public gpu_backend {
         continue;
       }
       task_node* t = _launched[i].task;
+      --_in_flight[t->stream];
       if (e != cudaSuccess) {
         cudaGetLastError();
         _rt.record_error(*t->seq, std::make_exception_ptr(std::runtime_error(
@@ -337,15 +387,18 @@ class cuda_backend final : public gpu_backend {
         std::unique_lock lock(_mutex);
         if (_launched.empty() && _waiting.empty())
           _wake.wait(lock, [&] { return _stop || !_incoming.empty(); });
-        if (_stop && _incoming.empty() && _launched.empty() && _waiting.empty()) return;
+        if (_stop && _incoming.empty() && _launched.empty() && _waiting.empty() && _queue.empty()) return;
         batch.swap(_incoming);
       }
       for (task_node* t : batch) {
-        if (t->where == device::gpu) launch(t);
+        if (t->where == device::gpu) enqueue(t);
         else prepare_cpu(t);
       }
       batch.clear();
-      if (!poll() && (!_launched.empty() || !_waiting.empty())) {
+      dispatch();
+      const bool progress = poll();
+      if (progress) dispatch();
+      if (!progress && (!_launched.empty() || !_waiting.empty())) {
         // Work on the device: check again soon, or as soon as new tasks arrive.
         std::unique_lock lock(_mutex);
         _wake.wait_for(lock, std::chrono::microseconds(5), [&] { return _stop || !_incoming.empty(); });
@@ -358,7 +411,11 @@ class cuda_backend final : public gpu_backend {
   std::vector<cudaStream_t> _streams;
   std::vector<cublasHandle_t> _blas;
   cudaStream_t _h2d = nullptr, _d2h = nullptr;
-  unsigned _next_stream = 0;
+  unsigned _regular = 0;               // streams [0, _regular) are regular; the urgent one follows
+  unsigned _depth;
+  int _urgent_priority;
+  bool _has_urgent;
+  std::vector<unsigned> _in_flight;    // GPU thread only, per stream
   std::vector<void*> _pooled;
   std::vector<cudaEvent_t> _events;
 
@@ -370,6 +427,7 @@ class cuda_backend final : public gpu_backend {
 
   std::vector<launched> _launched;  // GPU thread only
   std::vector<waiting> _waiting;    // GPU thread only
+  std::vector<waiting> _queue;      // GPU thread only: ready GPU tasks, a heap by runs_later
 
   bool _tracing = false;
   cudaEvent_t _origin = nullptr;
@@ -390,9 +448,9 @@ bool gpu_backend::available() noexcept {
   return n > 0;
 }
 
-std::unique_ptr<gpu_backend> gpu_backend::create(runtime_impl& rt, unsigned streams, int device) {
+std::unique_ptr<gpu_backend> gpu_backend::create(runtime_impl& rt, const runtime_options& options) {
   if (!available()) throw std::runtime_error("tessera::runtime: gpu_streams > 0 but there is no CUDA device");
-  return std::make_unique<cuda_backend>(rt, streams, device);
+  return std::make_unique<cuda_backend>(rt, options);
 }
 
 }  // namespace tessera::detail
@@ -401,7 +459,7 @@ std::unique_ptr<gpu_backend> gpu_backend::create(runtime_impl& rt, unsigned stre
 
 namespace tessera::detail {
 bool gpu_backend::available() noexcept { return false; }
-std::unique_ptr<gpu_backend> gpu_backend::create(runtime_impl&, unsigned, int) {
+std::unique_ptr<gpu_backend> gpu_backend::create(runtime_impl&, const runtime_options&) {
   throw std::runtime_error("tessera::runtime: gpu_streams > 0 but Tessera was built without CUDA");
 }
 }  // namespace tessera::detail

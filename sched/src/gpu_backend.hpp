@@ -1,7 +1,8 @@
 #pragma once
 // The GPU backend's interface to the runtime core. One thread (the GPU thread) launches GPU task
-// bodies on a pool of streams, issues host<->device copies on two copy streams, and completes
-// tasks when their CUDA events fire, so CPU workers never block on the device.
+// bodies on a pool of streams (highest priority first, a bounded number in flight per stream),
+// issues host<->device copies on two copy streams as soon as a task is ready, and completes tasks
+// when their CUDA events fire, so CPU workers never block on the device.
 #include <cstddef>
 #include <memory>
 #include <vector>
@@ -17,7 +18,7 @@ struct handle_state;
 class gpu_backend {
  public:
   static bool available() noexcept;
-  static std::unique_ptr<gpu_backend> create(runtime_impl& rt, unsigned streams, int device);
+  static std::unique_ptr<gpu_backend> create(runtime_impl& rt, const runtime_options& options);
   virtual ~gpu_backend() = default;
 
   // A ready task that is a GPU task, or a CPU task that may need host copies first.

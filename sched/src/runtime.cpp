@@ -74,7 +74,7 @@ runtime_impl::runtime_impl(const runtime_options& options)
     arena->initialize();
   }
   if (const char* env = std::getenv("TESSERA_LINGER_US")) linger_us = static_cast<unsigned>(std::strtoul(env, nullptr, 10));
-  if (options.gpu_streams > 0) gpu = gpu_backend::create(*this, options.gpu_streams, options.gpu_device);
+  if (options.gpu_streams > 0) gpu = gpu_backend::create(*this, options);
   // One more worker state for the GPU thread, which runs GPU task bodies.
   for (unsigned w = 0; w < workers + (gpu ? 1 : 0); ++w) worker_states.push_back(std::make_unique<worker_state>());
   if (options.trace) enable_trace(true);

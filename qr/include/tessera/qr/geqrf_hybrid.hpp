@@ -24,6 +24,15 @@ struct hybrid_options {
   std::atomic<std::uint64_t>* progress = nullptr;  // ticks once per task, as geqrf_options
 };
 
+// Priority of the GPU tasks on the CPUs' path (the tile column the CPUs take at the next step);
+// the GPU's bulk updates have priority 1. A runtime whose gpu_urgent_priority is at most this
+// gives them a stream of their own (hybrid_runtime_options does).
+inline constexpr int hybrid_urgent_priority = 1 << 20;
+
+// Runtime options geqrf_hybrid was tuned with (README, "hybrid QR"): `workers` CPU workers (0: all
+// cores), two GPU streams with at most two tasks in flight each, and an urgent stream.
+runtime_options hybrid_runtime_options(unsigned workers = 0);
+
 // True when Tessera was built with CUDA and a CUDA device is present.
 bool hybrid_available() noexcept;
 

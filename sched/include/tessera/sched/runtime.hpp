@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <limits>
 #include <memory>
 #include <string_view>
 #include <type_traits>
@@ -40,6 +41,14 @@ struct runtime_options {
   // streams, each with its own cuBLAS handle; needs a CUDA build and a device (runtime::gpu_available).
   unsigned gpu_streams = 0;
   int gpu_device = 0;
+  // GPU tasks wait in the runtime, highest priority first, until a stream has fewer than this many
+  // in flight: enough to keep the device busy, few enough that a task made ready later with a higher
+  // priority does not queue behind a stream's backlog. 0: no limit (launch as soon as ready).
+  unsigned gpu_stream_depth = 2;
+  // GPU tasks with at least this priority may also run on one more stream, kept for them and created
+  // with CUDA's highest stream priority, so the device's block scheduler favours them (tasks on a
+  // critical path, say). The default: no such stream.
+  int gpu_urgent_priority = std::numeric_limits<int>::max();
 };
 
 // Bytes and copies the GPU backend moved between host and device.
