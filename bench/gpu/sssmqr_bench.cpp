@@ -109,6 +109,16 @@ cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb
                     double beta, double* C, int ldc) {
   return cublasDgemm(h, ta, tb, m, n, k, &alpha, A, lda, B, ldb, &beta, C, ldc);
 }
+cublasStatus_t gemm_strided(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                            float alpha, const float* A, int lda, long long sa, const float* B, int ldb,
+                            long long sb, float beta, float* C, int ldc, long long sc, int batch) {
+  return cublasSgemmStridedBatched(h, ta, tb, m, n, k, &alpha, A, lda, sa, B, ldb, sb, &beta, C, ldc, sc, batch);
+}
+cublasStatus_t gemm_strided(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                            double alpha, const double* A, int lda, long long sa, const double* B, int ldb,
+                            long long sb, double beta, double* C, int ldc, long long sc, int batch) {
+  return cublasDgemmStridedBatched(h, ta, tb, m, n, k, &alpha, A, lda, sa, B, ldb, sb, &beta, C, ldc, sc, batch);
+}
 int tpqrt(int m, int n, int nb, float* a, int lda, float* b, int ldb, float* t, int ldt) {
   return LAPACKE_stpqrt(LAPACK_COL_MAJOR, m, n, 0, nb, a, lda, b, ldb, t, ldt);
 }
@@ -122,7 +132,7 @@ struct options {
   int n = 32768, nb = 256, ib = 32, runs = 5, gemm_size = 8192;
   std::string precision = "both";
   std::vector<int> steps;
-  bool all_steps = false, json = false, blocked = true, explore = false;
+  bool all_steps = false, json = false, blocked = true, explore = false, gemm_shapes = false;
   std::string plot;
 };
 
@@ -189,6 +199,53 @@ double rel_diff(const std::vector<T>& a, const std::vector<T>& b) {
     s += double(b[i]) * double(b[i]);
   }
   return std::sqrt(d / std::max(s, 1e-300));
+}
+
+// --gemm-shapes: the update's GEMMs alone, kk = nb, over the widths of a factorization and two
+// leading dimensions (n, a power of two when n is, and n + 8): how fast can the pieces be?
+template <class T>
+void gemm_shapes(const options& o, gpu& g) {
+  const int N = o.n, kk = std::min(o.nb, N);
+  for (const int ld : {N, N + 8}) {
+    dev<T> A(std::size_t(ld) * N), V(std::size_t(ld) * kk), W(std::size_t(kk) * N * 8);
+    tessera::bench::fill_uniform(A.p, A.n, 7, g.s);
+    tessera::bench::fill_uniform(V.p, V.n, 8, g.s);
+    tessera::bench::fill_uniform(W.p, W.n, 9, g.s);
+    for (const int cols : {N / 4, N / 2, N - kk}) {
+      const double f = 2.0 * kk * double(kk) * cols;
+      // W += V^T A2 (TN), A2 -= Z W (NN, C in the matrix), and 8 rows of W_i = V_i^T A2_i at once.
+      const double tn = g.median_ms(o.runs, [&] {
+        cublas_ok(gemm(g.h, CUBLAS_OP_T, CUBLAS_OP_N, kk, cols, kk, T(1), V.p, ld, A.p, ld, T(1), W.p, kk), "tn");
+      });
+      const double nn = g.median_ms(o.runs, [&] {
+        cublas_ok(gemm(g.h, CUBLAS_OP_N, CUBLAS_OP_N, kk, cols, kk, T(-1), V.p, ld, W.p, kk, T(1), A.p, ld), "nn");
+      });
+      const double batched = g.median_ms(o.runs, [&] {
+        cublas_ok(gemm_strided(g.h, CUBLAS_OP_T, CUBLAS_OP_N, kk, cols, kk, T(1),
+                                                              V.p, ld, kk, A.p, ld, kk, T(0), W.p, kk,
+                                                              (long long)kk * cols, 8),
+                  "batched");
+      });
+      // The same NN GEMM as a strided batch of column chunks (the left operand shared).
+      const int chunk = 1024, pieces = cols / chunk;
+      const double fs = 2.0 * kk * double(kk) * chunk * pieces;
+      const double split = g.median_ms(o.runs, [&] {
+        cublas_ok(gemm_strided(g.h, CUBLAS_OP_N, CUBLAS_OP_N, kk, chunk, kk, T(-1), V.p, ld, 0, W.p, kk,
+                               (long long)kk * chunk, T(1), A.p, ld, (long long)ld * chunk, pieces),
+                  "split");
+      });
+      if (o.json)
+        std::printf("{\"bench\":\"gemm_shape\",\"precision\":\"%s\",\"kk\":%d,\"cols\":%d,\"ld\":%d,"
+                    "\"tn_gflops\":%.1f,\"nn_gflops\":%.1f,\"batched8_gflops\":%.1f,\"nn_split_gflops\":%.1f}\n",
+                    letter<T>(), kk, cols, ld, f / (tn * 1e6), f / (nn * 1e6), 8 * f / (batched * 1e6),
+                    fs / (split * 1e6));
+      else
+        std::printf("%s kk %d cols %6d ld %6d:  TN %6.0f  NN %6.0f  batched x8 %6.0f  NN in 1024-column pieces "
+                    "%6.0f GFLOP/s\n",
+                    gemm_name<T>(), kk, cols, ld, f / (tn * 1e6), f / (nn * 1e6), 8 * f / (batched * 1e6),
+                    fs / (split * 1e6));
+    }
+  }
 }
 
 template <class T>
@@ -440,6 +497,7 @@ int main(int argc, char** argv) {
   app.add_flag("--json", o.json, "JSON lines instead of tables");
   app.add_flag("--explore", o.explore, "also time other formulations of the apply step");
   app.add_flag("!--no-blocked", o.blocked, "skip the ib-blocked baseline");
+  app.add_flag("--gemm-shapes", o.gemm_shapes, "only time the update's GEMM shapes (kk = nb) at ld n and n + 8");
   CLI11_PARSE(app, argc, argv);
   try {
     o.steps = parse_list(steps);
@@ -461,6 +519,11 @@ int main(int argc, char** argv) {
                   "TF32)\nflops per TSQRT applied: 4 * m_i * kk * cols (LAWN 41, TPMQRT l = 0)\n",
                   prop.name, prop.multiProcessorCount, double(prop.totalGlobalMem) / (1 << 30),
                   runtime, cublas_version);
+    if (o.gemm_shapes) {
+      if (o.precision != "s") gemm_shapes<double>(o, g);
+      if (o.precision != "d") gemm_shapes<float>(o, g);
+      return 0;
+    }
     if (o.precision != "s") run_precision<double>(o, g);
     if (o.precision != "d") run_precision<float>(o, g);
   } catch (const std::exception& e) {

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <latch>
 #include <limits>
 #include <random>
 #include <string>
@@ -41,7 +42,7 @@ using namespace tessera::kernels;
 using namespace tessera::bench;
 
 struct options {
-  int nb = 256, ib = 32, repeat = 15;
+  int nb = 256, ib = 32, repeat = 15, threads = 1;
   std::string precision = "d";
   bool json = false;
 };
@@ -227,6 +228,9 @@ int main(int argc, char** argv) {
   app.add_option("--repeat", o.repeat, "Timed runs per kernel (median reported)")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
+  app.add_option("--threads", o.threads, "Threads running the kernels at once, each on its own tiles")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
   app.add_flag("--json", o.json, "One JSON object per line");
   CLI11_PARSE(app, argc, argv);
   o.ib = std::min(o.ib, o.nb);
@@ -236,23 +240,42 @@ int main(int argc, char** argv) {
   const unsigned cores = std::thread::hardware_concurrency();
   const std::string blas = std::string(openblas_get_config()) + " core=" + openblas_get_corename();
 
-  const auto rows = o.precision == "s" ? run<float>(o) : run<double>(o);
+  // --threads N: N copies of the whole run at once, each on its own tiles (a worker per core, as
+  // in the runtime); per kernel, the median over threads of each thread's median.
+  std::vector<std::vector<row>> per_thread(static_cast<std::size_t>(o.threads));
+  {
+    std::latch start(o.threads);
+    std::vector<std::thread> pool;
+    for (int t = 0; t < o.threads; ++t)
+      pool.emplace_back([&, t] {
+        start.arrive_and_wait();
+        per_thread[static_cast<std::size_t>(t)] = o.precision == "s" ? run<float>(o) : run<double>(o);
+      });
+    for (auto& th : pool) th.join();
+  }
+  std::vector<row> rows = per_thread.front();
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    std::vector<double> med, mins;
+    for (const auto& pt : per_thread) med.push_back(pt[k].median_s), mins.push_back(pt[k].min_s);
+    rows[k].median_s = median(med);
+    rows[k].min_s = *std::min_element(mins.begin(), mins.end());
+  }
   const double gemm_rate = rows.front().flops / rows.front().median_s;
 
   if (o.json) {
     for (const auto& r : rows)
       std::printf(
           "{\"bench\":\"kernels\",\"kernel\":\"%s\",\"variant\":\"%s\",\"precision\":\"%s\","
-          "\"nb\":%d,\"ib\":%d,\"threads\":1,\"repeat\":%d,\"flops\":%.0f,\"flop_formula\":\"%s\","
+          "\"nb\":%d,\"ib\":%d,\"threads\":%d,\"repeat\":%d,\"flops\":%.0f,\"flop_formula\":\"%s\","
           "\"median_ms\":%.4f,\"min_ms\":%.4f,\"gflops\":%.2f,\"of_gemm\":%.3f,"
           "\"cpu\":\"%s\",\"cores\":%u,\"blas\":\"%s\"}\n",
-          r.kernel.c_str(), r.variant.c_str(), o.precision.c_str(), o.nb, o.ib, o.repeat, r.flops,
+          r.kernel.c_str(), r.variant.c_str(), o.precision.c_str(), o.nb, o.ib, o.threads, o.repeat, r.flops,
           r.flop_formula.c_str(), r.median_s * 1e3, r.min_s * 1e3, r.flops / r.median_s * 1e-9,
           r.flops / r.median_s / gemm_rate, cpu.c_str(), cores, blas.c_str());
     return 0;
   }
-  std::printf("CPU: %s (%u cores seen, 1 BLAS thread)\nBLAS: %s\n", cpu.c_str(), cores,
-              blas.c_str());
+  std::printf("CPU: %s (%u cores seen, 1 BLAS thread, %d kernel thread%s at once)\nBLAS: %s\n", cpu.c_str(),
+              cores, o.threads, o.threads > 1 ? "s" : "", blas.c_str());
   std::printf("precision %s, nb = %d, ib = %d, median (min) of %d runs; side left, Q^T\n\n",
               o.precision.c_str(), o.nb, o.ib, o.repeat);
   std::printf("%-7s %-19s %10s %10s %10s %9s %7s  %s\n", "kernel", "variant", "Mflop", "median ms",
