@@ -23,4 +23,10 @@ inline void trmm(CBLAS_SIDE s, CBLAS_UPLO uplo, CBLAS_TRANSPOSE ta, CBLAS_DIAG d
   cblas_dtrmm(CblasColMajor, s, uplo, ta, diag, m, n, 1.0, A, lda, B, ldb);
 }
 
+// Level-1: OpenBLAS takes no lock in these (see panel2.hpp).
+inline float dot(int m, const float* x, const float* y) { return cblas_sdot(m, x, 1, y, 1); }
+inline double dot(int m, const double* x, const double* y) { return cblas_ddot(m, x, 1, y, 1); }
+inline void axpy(int m, float a, const float* x, float* y) { cblas_saxpy(m, a, x, 1, y, 1); }
+inline void axpy(int m, double a, const double* x, double* y) { cblas_daxpy(m, a, x, 1, y, 1); }
+
 }  // namespace tessera::kernels::detail

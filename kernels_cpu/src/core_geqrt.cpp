@@ -4,6 +4,7 @@
 #include "check.hpp"
 #include "lapack.hpp"
 #include "larfb.hpp"
+#include "panel2.hpp"
 
 namespace tessera::kernels {
 
@@ -17,16 +18,16 @@ void core_geqrt(int m, int n, int ib, T* A, int lda, T* Tf, int ldt, T* work) {
   detail::require_ge(name, "ldt", ldt, "ib", ib);
   const int k = std::min(m, n);
   if (k == 0) return;
-  // GEQRT's own loop, with LAPACK (GEQRT3, recursive) for each panel of ib columns and
-  // larfb_left for the update right of it: 1.2-1.3x faster than LAPACK's GEQRT at nb = 256,
-  // ib = 8..64 (bench/kernels: "geqrt core" against "geqrt LAPACK GEQRT").
+  // GEQRT's own loop: each panel of ib columns by level-2 loops (panel2.hpp: no OpenBLAS lock,
+  // which LAPACK's recursive GEQRT3 takes hundreds of times per tile) and larfb_left for the update
+  // right of it (bench/kernels: "geqrt core" against "geqrt LAPACK GEQRT", --threads 1 and 16).
   // An ib beyond min(m, n) is one block: the same T layout.
   const int nb = std::min(ib, k);
   for (int j0 = 0; j0 < k; j0 += nb) {
     const int jb = std::min(nb, k - j0);
     T* panel = detail::at(A, lda, j0, j0);
     T* tb = detail::at(Tf, ldt, 0, j0);
-    detail::check_info(name, "GEQRT", detail::geqrt(m - j0, jb, jb, panel, lda, tb, ldt, work));
+    detail::geqrt2_loops(m - j0, jb, panel, lda, tb, ldt);
     if (j0 + jb < n)
       detail::larfb_left(true, m - j0, n - j0 - jb, jb, panel, lda, tb, ldt,
                          detail::at(A, lda, j0, j0 + jb), lda, work);

@@ -3,14 +3,16 @@
 
 #include "check.hpp"
 #include "lapack.hpp"
+#include "panel2.hpp"
 #include "tsrfb.hpp"
 
 namespace tessera::kernels {
 namespace {
 
-// Below this panel width the recursion stops in LAPACK's level-2 TPQRT2: at nb = 256 on one core,
-// 8 beat 1, 4 and 16 by 1-15% (bench/kernels, double and float, ib 8..256).
-constexpr int recursion_cutoff = 8;
+// Below this panel width the recursion stops in level-2 loops (panel2.hpp). Every level of the
+// recursion makes level-3 calls, and each OpenBLAS level-3 call takes a global lock: with 16 cores
+// factoring at once, cutoff 8 made a TSQRT (nb 192, ib 32) ~4x slower than alone.
+constexpr int recursion_cutoff = 32;
 
 // Recursive QR of [A; B], A n x n upper triangular, B m x n (m > 0), writing the n x n T
 // (GEQRT3's scheme for the triangle-over-square shape, which LAPACK lacks: its TPQRT2 is level 2).
@@ -20,11 +22,7 @@ template <class T>
 void tpqrt3(int m, int n, T* A, int lda, T* B, int ldb, T* Tf, int ldt) {
   using detail::at;
   if (n <= recursion_cutoff) {
-    if (n == 1) {
-      detail::larfg(m + 1, A, B, 1, Tf);
-    } else {
-      detail::check_info("core_tsqrt", "TPQRT2", detail::tpqrt2(m, n, 0, A, lda, B, ldb, Tf, ldt));
-    }
+    detail::tpqrt2_loops(m, n, A, lda, B, ldb, Tf, ldt);
     return;
   }
   const int n1 = n / 2, n2 = n - n1;
@@ -60,9 +58,8 @@ void core_tsqrt(int m, int n, int ib, T* A1, int lda1, T* A2, int lda2, T* Tf, i
     for (int j = 0; j < n; ++j) std::fill_n(Tf + static_cast<std::ptrdiff_t>(j) * ldt, nb, T(0));
     return;
   }
-  // TPQRT's blocked loop with a recursive panel instead of its level-2 TPQRT2: faster at every
-  // ib measured, 2-10% at ib = 8..32 and 1.5-2x at ib = 128..256 (bench/kernels: "tsqrt core"
-  // against "tsqrt LAPACK TPQRT").
+  // TPQRT's blocked loop with a recursive panel (level-2 loops below recursion_cutoff columns)
+  // instead of its level-2 TPQRT2 (bench/kernels: "tsqrt core" against "tsqrt LAPACK TPQRT").
   using detail::at;
   for (int j0 = 0; j0 < n; j0 += nb) {
     const int jb = std::min(nb, n - j0);

@@ -18,6 +18,12 @@ inline int geqrt(int m, int n, int nb, double* a, int lda, double* t, int ldt, d
   return LAPACKE_dgeqrt_work(LAPACK_COL_MAJOR, m, n, nb, a, lda, t, ldt, work);
 }
 
+inline int geqrt2(int m, int n, float* a, int lda, float* t, int ldt) {
+  return LAPACKE_sgeqrt2_work(LAPACK_COL_MAJOR, m, n, a, lda, t, ldt);
+}
+inline int geqrt2(int m, int n, double* a, int lda, double* t, int ldt) {
+  return LAPACKE_dgeqrt2_work(LAPACK_COL_MAJOR, m, n, a, lda, t, ldt);
+}
 inline int tpqrt2(int m, int n, int l, float* a, int lda, float* b, int ldb, float* t, int ldt) {
   return LAPACKE_stpqrt2_work(LAPACK_COL_MAJOR, m, n, l, a, lda, b, ldb, t, ldt);
 }
