@@ -111,6 +111,9 @@ struct dev {
   dev& operator=(const dev&) = delete;
   void put(const mat<T>& h) {
     cuda_ok(cudaMemcpy(p, h.a.data(), h.a.size() * sizeof(T), cudaMemcpyHostToDevice));
+    // From pageable memory cudaMemcpy may return before the DMA lands, and the kernels' stream is
+    // non-blocking: without this, a kernel that reads the data first could see the old contents.
+    cuda_ok(cudaDeviceSynchronize());
   }
   void get(mat<T>& h) const {
     cuda_ok(cudaMemcpy(h.a.data(), p, h.a.size() * sizeof(T), cudaMemcpyDeviceToHost));

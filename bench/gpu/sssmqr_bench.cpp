@@ -297,7 +297,7 @@ void run_precision(const options& o, gpu& g) {
               "upload T");
     }
   }
-  cuda_ok(cudaStreamSynchronize(g.s), "setup");
+  cuda_ok(cudaDeviceSynchronize(), "setup");  // the legacy-stream uploads too
 
   // Workspace for the largest step (k = 0), reused by every step and variant.
   const int max_count = mt - 1, max_cols = N - std::min(N, nb);
