@@ -161,14 +161,11 @@ void apply_blocked(const char* kernel, int m, int n, int kk, int ib, T* A1, int 
                             cudaMemcpyDeviceToDevice, stream));
     check(kernel, "gemm (W += V^T A2)",
           gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, w, n, m, T(1), Vj, ldv, A2, lda2, T(1), W, ldw));
-    // Out of place: cuBLAS allows an in-place TRMM, but on an H200 (CUDA 13.0) the in-place form
-    // gave wrong results for w = 64 in some runs.
-    T* TW = W + static_cast<std::ptrdiff_t>(ldw) * n;
-    check(kernel, "trmm (TW = T^T W)",
-          trmm_upper_left(h, CUBLAS_OP_T, w, n, T(1), Tb + col * ldt, ldt, W, ldw, TW, ldw));
-    check(kernel, "geam (A1 -= TW)", geam(h, w, n, T(1), A1j, lda1, T(-1), TW, ldw, A1j, lda1));
-    check(kernel, "gemm (A2 -= V TW)",
-          gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, w, T(-1), Vj, ldv, TW, ldw, T(1), A2, lda2));
+    check(kernel, "trmm (W = T^T W)",
+          trmm_upper_left(h, CUBLAS_OP_T, w, n, T(1), Tb + col * ldt, ldt, W, ldw, W, ldw));
+    check(kernel, "geam (A1 -= W)", geam(h, w, n, T(1), A1j, lda1, T(-1), W, ldw, A1j, lda1));
+    check(kernel, "gemm (A2 -= V W)",
+          gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, w, T(-1), Vj, ldv, W, ldw, T(1), A2, lda2));
   }
 }
 

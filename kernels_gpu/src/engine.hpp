@@ -92,7 +92,7 @@ void apply_factors(const char* kernel, int count, int nb, int m_last, int n, int
 
 // The ib-blocked baseline, LAPACK's sequence: for each diagonal block T_jj of the blocked T
 // (ib x kk, ldt), in order, W = A1_j + V_j^T A2; W = T_jj^T W (TRMM); A1_j -= W; A2 -= V_j W.
-// W: 2 * ldw * n elements (ldw >= min(ib, kk)): W, then T_jj^T W.
+// W: min(ib, kk) x n (ldw).
 template <class T>
 void apply_blocked(const char* kernel, int m, int n, int kk, int ib, T* A1, int lda1, T* A2,
                    int lda2, const T* V, int ldv, const T* Tb, int ldt, T* W, int ldw,

@@ -76,7 +76,7 @@ std::size_t gpu_sssmqr_workspace_size(int count, int nb, int kk, int n) {
                   gpu_sssmqr_apply_workspace_size(kk, n));
 }
 std::size_t gpu_sssmqr_blocked_workspace_size(int kk, int ib, int n) {
-  return 2 * elems(detail::min_int(ib, kk), n);  // W and T^T W
+  return elems(detail::min_int(ib, kk), n);
 }
 
 template <class T>

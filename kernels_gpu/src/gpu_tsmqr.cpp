@@ -18,7 +18,7 @@ std::size_t gpu_tsmqr_workspace_size(int m, int n, int kk) {
   return elems(kk + std::max(m, 0), kk) + std::max(elems(kk, kk), elems(kk, n));
 }
 std::size_t gpu_tsmqr_blocked_workspace_size(int kk, int ib, int n) {
-  return 2 * elems(detail::min_int(ib, kk), n);  // W and T^T W
+  return elems(detail::min_int(ib, kk), n);
 }
 
 namespace {

@@ -48,7 +48,7 @@ void gpu_sssmqr(int count, int nb, int m_last, int n, int kk, int ib, T* A1, int
                 int lda2, const T* V, int ldv, const T* Tb, int ldt, std::ptrdiff_t strideT,
                 T* work, std::size_t lwork, cublasHandle_t handle);
 
-// Elements of work gpu_sssmqr_blocked needs: 2 * min(ib, kk) * n.
+// Elements of work gpu_sssmqr_blocked needs: min(ib, kk) * n.
 std::size_t gpu_sssmqr_blocked_workspace_size(int kk, int ib, int n);
 
 // The same update with LAPACK's ib-blocked sequence (gpu_tsmqr_blocked per i): the baseline.

@@ -33,7 +33,7 @@ template <class T>
 void gpu_tsmqr(int m, int n, int kk, int ib, T* A1, int lda1, T* A2, int lda2, const T* V,
                int ldv, const T* Tb, int ldt, T* work, std::size_t lwork, cublasHandle_t handle);
 
-// Elements of work gpu_tsmqr_blocked needs: 2 * min(ib, kk) * n.
+// Elements of work gpu_tsmqr_blocked needs: min(ib, kk) * n.
 std::size_t gpu_tsmqr_blocked_workspace_size(int kk, int ib, int n);
 
 // Same result as gpu_tsmqr, computed with the ib-blocked T directly.
