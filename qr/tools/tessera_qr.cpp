@@ -114,8 +114,8 @@ result run(const config& c) {
   const bool gpu = c.device != "cpu";
   if (gpu && !tessera::qr::hybrid_available())
     throw device_unavailable("--device " + c.device + ": no CUDA device here (or Tessera built without CUDA)");
-  tessera::runtime_options ro = gpu ? tessera::qr::hybrid_runtime_options(c.threads) : tessera::runtime_options{};
-  ro.workers = c.threads;
+  tessera::runtime_options ro = gpu ? tessera::qr::hybrid_runtime_options(c.threads)
+                                     : tessera::runtime_options{.workers = c.threads};
   if (gpu) {
     ro.gpu_streams = c.gpu_streams;
     ro.gpu_stream_depth = c.stream_depth;

@@ -13,9 +13,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <climits>
-#include <limits>
 #include <condition_variable>
+#include <limits>
 #include <mutex>
 #include <thread>
 
@@ -33,9 +32,11 @@ std::uint64_t now_ns() {
 }
 
 class cuda_backend final : public gpu_backend {
+  static constexpr unsigned none = std::numeric_limits<unsigned>::max();  // no stream; no depth limit
+
  public:
   cuda_backend(runtime_impl& rt, const runtime_options& o)
-      : _rt(rt), _device(o.gpu_device), _depth(o.gpu_stream_depth ? o.gpu_stream_depth : UINT_MAX),
+      : _rt(rt), _device(o.gpu_device), _depth(o.gpu_stream_depth ? o.gpu_stream_depth : none),
         _urgent_priority(o.gpu_urgent_priority),
         _has_urgent(o.gpu_urgent_priority != std::numeric_limits<int>::max()) {
     check(cudaSetDevice(_device), "cudaSetDevice");
@@ -257,14 +258,14 @@ class cuda_backend final : public gpu_backend {
   void dispatch() {
     while (!_queue.empty()) {
       const task_node* top = _queue.front().task;
-      unsigned si = UINT_MAX;
+      unsigned si = none;
       if (_has_urgent && top->priority >= _urgent_priority && _in_flight[_regular] < _depth) {
         si = _regular;
       } else {
         for (unsigned i = 0; i < _regular; ++i)
-          if (_in_flight[i] < _depth && (si == UINT_MAX || _in_flight[i] < _in_flight[si])) si = i;
+          if (_in_flight[i] < _depth && (si == none || _in_flight[i] < _in_flight[si])) si = i;
       }
-      if (si == UINT_MAX) return;
+      if (si == none) return;
       std::pop_heap(_queue.begin(), _queue.end(), runs_later);
       waiting q = std::move(_queue.back());
       _queue.pop_back();
