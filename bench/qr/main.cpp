@@ -57,7 +57,7 @@ struct options {
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   bool json = false;
   int lookahead = 0;                 // hybrid; 0: tessera::qr::default_lookahead
-  int gpu_nb = 192;                  // tile size of the GPU contestants (tessera_qr's default there)
+  int gpu_nb = 0;                    // tile size of the GPU contestants; 0: tessera_qr's default per n
   int max_cpu_n = 16384;             // CPU-only contestants skip larger n (they take minutes there)
   bool gpu = true;                   // GPU contestants when a device is present
   std::string plot;                  // SVG of GFLOP/s against n
@@ -106,11 +106,13 @@ void cuda_check(cudaError_t e, const char* what) {
 template <class T>
 contestant<T> tessera_gpu(tessera::runtime& rt, const options& o, int lookahead, const char* mode) {
   auto cache = std::make_shared<std::pair<int, std::unique_ptr<tessera::qr::qr_factors<T>>>>();
-  return {std::string("tessera ") + mode + " (nb " + std::to_string(o.gpu_nb) + ", lookahead " + std::to_string(lookahead) + ")",
+  const std::string nb_label = o.gpu_nb ? std::to_string(o.gpu_nb) : "192|256";
+  return {std::string("tessera ") + mode + " (nb " + nb_label + ", lookahead " + std::to_string(lookahead) + ")",
           [&rt, o, lookahead, cache](const std::vector<T>& a, int n) {
             if (cache->first != n) {
               cache->second.reset();
-              cache->second = std::make_unique<tessera::qr::qr_factors<T>>(rt, n, n, o.gpu_nb, o.ib,
+              const int nb = o.gpu_nb ? o.gpu_nb : tessera::qr::default_gpu_tile_size(n);
+              cache->second = std::make_unique<tessera::qr::qr_factors<T>>(rt, n, n, nb, o.ib,
                                                                            tessera::qr::pinned_allocator());
               std::fill_n(cache->second->a().data(), cache->second->a().size(), T(0));
               cache->first = n;
@@ -345,7 +347,7 @@ int main(int argc, char** argv) {
   app.add_option("--threads", o.threads, "tile QR workers (default: all cores)")->check(CLI::PositiveNumber);
   app.add_flag("--json", o.json, "print one JSON object");
   app.add_option("--lookahead", o.lookahead, "hybrid lookahead (0: default)")->check(CLI::NonNegativeNumber);
-  app.add_option("--gpu-nb", o.gpu_nb, "tile size of the GPU contestants");
+  app.add_option("--gpu-nb", o.gpu_nb, "tile size of the GPU contestants (default: 192 below n = 16384, else 256)");
   app.add_option("--max-cpu-n", o.max_cpu_n, "skip the CPU-only contestants above this n");
   app.add_flag("!--no-gpu", o.gpu, "leave out the GPU contestants");
   app.add_option("--plot", o.plot, "write GFLOP/s against n as SVG");

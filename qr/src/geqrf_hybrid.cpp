@@ -42,6 +42,8 @@ runtime_options hybrid_runtime_options(unsigned workers) {
   return o;
 }
 
+int default_gpu_tile_size(int n) noexcept { return n >= 16384 ? 256 : 192; }
+
 int default_lookahead(int nt) noexcept {
   // Measured on an H200 with 16 Xeon cores (README): the CPUs' panel chain is the critical path,
   // so every extra column they update delays the next panel; lookahead 1 was fastest at n = 8192

@@ -219,7 +219,7 @@ int main(int argc, char** argv) {
   app.option_defaults()->always_capture_default();
   app.add_option("--m", c.m, "rows");
   app.add_option("--n", c.n, "columns");
-  app.add_option("--nb", c.nb, "tile size");
+  app.add_option("--nb", c.nb, "tile size (gpu/hybrid default: tessera::qr::default_gpu_tile_size)");
   app.add_option("--ib", c.ib, "inner block size (divides nb)");
   app.add_option("--precision", c.precision, "s (float) or d (double)")->check(CLI::IsMember({"s", "d"}));
   app.add_option("--device", c.device, "auto (hybrid with a GPU, else cpu), cpu, gpu (lookahead 1) or hybrid")
@@ -254,9 +254,7 @@ int main(int argc, char** argv) {
     if (c.device == "cpu" && !c.json)
       std::printf("tessera_qr: no CUDA device: running on the CPUs\n");
   }
-  // Tile size for the GPU modes, measured on an H200 (README): 192 balances the CPUs' panel chain
-  // (shorter with smaller tiles) against the GPU's GEMM efficiency (better with larger ones).
-  if (c.device != "cpu" && !nb_given) c.nb = 192;
+  if (c.device != "cpu" && !nb_given) c.nb = tessera::qr::default_gpu_tile_size(c.n);
   if (c.device == "gpu") c.lookahead = 1;  // the seed's "GPU-only": the CPUs keep only the next panel
   else if (c.device == "hybrid" && !c.lookahead_given)
     c.lookahead = std::max(1, tessera::qr::default_lookahead((c.n + c.nb - 1) / std::max(c.nb, 1)));

@@ -51,6 +51,11 @@ std::uint64_t hybrid_task_count(int mt, int nt, const hybrid_options& options);
 // The GPU's name, or "" without one.
 std::string gpu_name();
 
+// Tile size for the GPU modes when none is given, measured on an H200 with 16 cores (README):
+// 192 below n = 16384, where the CPUs' panel chain limits the run, 256 from there, where the GPU's
+// GEMMs (inner dimension nb) do; 320 and 384 were slower at 16384 and 32768.
+int default_gpu_tile_size(int n) noexcept;
+
 // Lookahead chosen when none is given: measured on the GPU machine (README, "hybrid QR"); at least 1
 // whenever there is a trailing column.
 int default_lookahead(int nt) noexcept;
