@@ -343,21 +343,28 @@ TEST_CASE_TEMPLATE("gpu_sssmqr equals a loop of LAPACK TPMQRT down a panel", T, 
     blas b;
     dev<T> dP(P), dT(Tall);
     const double tol = tolerance<T>(rows + s.kk) * std::sqrt(double(s.count));
-    for (int variant = 0; variant < 4; ++variant) {
+    for (int variant = 0; variant < 5; ++variant) {
       CAPTURE(variant);
       dev<T> dB(B);
       T* A1 = dB.p;
       T* A2 = dB.p + s.nb;
-      if (variant == 0) {
-        dev<T> work(gpu_sssmqr_workspace_size(s.count, s.nb, s.kk, s.n));
+      if (variant == 0 || variant == 4) {
+        // Variant 0: room to batch all rows; 4: two rows per batch (a remainder of 1 when odd).
+        const std::size_t lwork =
+            variant == 0 ? gpu_sssmqr_workspace_size(s.count, s.nb, s.kk, s.n)
+                         : gpu_sssmqr_factors_size(s.count, s.nb, s.kk) +
+                               std::max(gpu_sssmqr_prepare_workspace_size(s.count, s.kk),
+                                        gpu_sssmqr_apply_workspace_size(2, s.kk, s.n));
+        dev<T> work(lwork);
         gpu_sssmqr<T>(s.count, s.nb, s.m_last, s.n, s.kk, s.ib, A1, B.ld, A2, B.ld, dP.p, P.ld, dT.p,
-                      ldt, strideT, work.p, work.n, b.h);
+                      ldt, strideT, work.p, lwork, b.h);
       } else if (variant <= 2) {
-        // Prepared factors reused over two column ranges; in variant 2 the second range's A1 is a
-        // copy of tile row k with another leading dimension (the unbatched path).
+        // Prepared factors reused over two column ranges; variant 1 batches the rows, variant 2
+        // has room for one row, and its second range's A1 is a copy of tile row k with another
+        // leading dimension (the path without the batch of two).
         dev<T> factors(gpu_sssmqr_factors_size(s.count, s.nb, s.kk));
         dev<T> pw(gpu_sssmqr_prepare_workspace_size(s.count, s.kk));
-        dev<T> work(gpu_sssmqr_apply_workspace_size(s.kk, s.n));
+        dev<T> work(gpu_sssmqr_apply_workspace_size(variant == 1 ? s.count : 1, s.kk, s.n));
         gpu_sssmqr_prepare<T>(s.count, s.nb, s.m_last, s.kk, s.ib, dP.p, P.ld, dT.p, ldt, strideT,
                               factors.p, pw.p, pw.n, b.h);
         const int n1 = s.n / 2;

@@ -396,10 +396,14 @@ void run_precision(const options& o, gpu& g) {
                             factors, rest, lrest, g.h);
     };
     report(s, "  prepare", g.median_ms(o.runs, prepare), false);
-    report(s, "  apply", g.median_ms(o.runs, [&] {
-             gpu_sssmqr_apply<T>(s.count, nb, s.m_last, s.cols, s.kk, A1(s), N, A2(s), N, Vp(s), N,
-                                 factors, rest, lrest, g.h);
-           }));
+    // The sweep with room for 1, 2, 4 and gpu_sssmqr_batch_rows rows per batch.
+    for (int rows = 1; rows <= gpu_sssmqr_batch_rows; rows *= 2) {
+      const std::size_t lapply = std::min(lrest, gpu_sssmqr_apply_workspace_size(rows, s.kk, s.cols));
+      report(s, "  apply, " + std::to_string(rows) + " rows/batch", g.median_ms(o.runs, [&] {
+               gpu_sssmqr_apply<T>(s.count, nb, s.m_last, s.cols, s.kk, A1(s), N, A2(s), N, Vp(s),
+                                   N, factors, rest, lapply, g.h);
+             }));
+    }
     if (o.explore) {
       prepare();
       for (int form = 0; form < 2; ++form)

@@ -83,11 +83,13 @@ void make_factors(const char* kernel, int count, int nb, int m_last, int kk, int
                   int ldv, const T* Tb, int ldt, std::ptrdiff_t strideT, T* Z, T* G,
                   cublasHandle_t h, cudaStream_t stream);
 
-// For i = 0..count-1: W = A1 + V_i^T A2_i;  A1 -= T_i^T W;  A2_i -= (V_i T_i^T) W  (W: kk x n).
-// The last two are one strided-batched GEMM of 2 when the shapes allow.
+// For i = 0..count-1: W_i = A1 + V_i^T A2_i;  A1 -= T_i^T W_i;  A2_i -= (V_i T_i^T) W_i, in
+// batches of `batch` rows (W: batch x (kk x n)): in a batch, the V_i^T A2_i and the A2_i updates
+// are one strided-batched GEMM each, and only the A1 chain is sequential. batch 1: three kernels
+// per row, A1 and A2_i updated by one strided batch of 2 when the shapes allow.
 template <class T>
 void apply_factors(const char* kernel, int count, int nb, int m_last, int n, int kk, T* A1,
-                   int lda1, T* A2, int lda2, const T* V, int ldv, const T* Z, T* W,
+                   int lda1, T* A2, int lda2, const T* V, int ldv, const T* Z, T* W, int batch,
                    cublasHandle_t h, cudaStream_t stream);
 
 // The ib-blocked baseline, LAPACK's sequence: for each diagonal block T_jj of the blocked T

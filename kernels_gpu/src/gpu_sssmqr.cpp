@@ -69,12 +69,23 @@ std::size_t gpu_sssmqr_factors_size(int count, int nb, int kk) {
 std::size_t gpu_sssmqr_prepare_workspace_size(int count, int kk) {
   return elems(count, kk) * elems(kk, 1);
 }
-std::size_t gpu_sssmqr_apply_workspace_size(int kk, int n) { return elems(kk, n); }
+std::size_t gpu_sssmqr_apply_workspace_size(int count, int kk, int n) {
+  return elems(std::clamp(count, 1, gpu_sssmqr_batch_rows), 1) * elems(kk, n);
+}
 std::size_t gpu_sssmqr_workspace_size(int count, int nb, int kk, int n) {
   return gpu_sssmqr_factors_size(count, nb, kk) +
          std::max(gpu_sssmqr_prepare_workspace_size(count, kk),
-                  gpu_sssmqr_apply_workspace_size(kk, n));
+                  gpu_sssmqr_apply_workspace_size(count, kk, n));
 }
+
+namespace {
+// Rows per batch that lwork elements of workspace allow (kk * n each), up to count and the cap.
+int batch_rows(int count, int kk, int n, std::size_t lwork) {
+  const std::size_t per_row = std::max<std::size_t>(elems(kk, n), 1);
+  return static_cast<int>(std::clamp<std::size_t>(lwork / per_row, 1, static_cast<std::size_t>(
+                                                                          std::clamp(count, 1, gpu_sssmqr_batch_rows))));
+}
+}  // namespace
 std::size_t gpu_sssmqr_blocked_workspace_size(int kk, int ib, int n) {
   return elems(detail::min_int(ib, kk), n);
 }
@@ -101,12 +112,13 @@ void gpu_sssmqr_apply(int count, int nb, int m_last, int n, int kk, T* A1, int l
   constexpr const char* kernel = "gpu_sssmqr_apply";
   check_panel(kernel, count, nb, m_last, kk, V, ldv);
   check_matrix(kernel, count, nb, m_last, n, kk, A1, lda1, A2, lda2);
-  check_work(kernel, work, lwork, gpu_sssmqr_apply_workspace_size(kk, n), handle);
+  check_work(kernel, work, lwork, gpu_sssmqr_apply_workspace_size(1, kk, n), handle);
   if (count == 0 || n == 0 || kk == 0) return;
   require_ptr(kernel, "factors", factors);
   detail::host_pointer_mode mode(kernel, handle);
   detail::apply_factors(kernel, count, nb, m_last, n, kk, A1, lda1, A2, lda2, V, ldv, factors,
-                        work, handle, detail::stream_of(kernel, handle));
+                        work, batch_rows(count, kk, n, lwork), handle,
+                        detail::stream_of(kernel, handle));
 }
 
 template <class T>
@@ -117,16 +129,20 @@ void gpu_sssmqr(int count, int nb, int m_last, int n, int kk, int ib, T* A1, int
   check_panel(kernel, count, nb, m_last, kk, V, ldv);
   check_t(kernel, count, kk, ib, Tb, ldt, strideT);
   check_matrix(kernel, count, nb, m_last, n, kk, A1, lda1, A2, lda2);
-  check_work(kernel, work, lwork, gpu_sssmqr_workspace_size(count, nb, kk, n), handle);
+  const std::size_t fsize = gpu_sssmqr_factors_size(count, nb, kk);
+  check_work(kernel, work, lwork,
+             fsize + std::max(gpu_sssmqr_prepare_workspace_size(count, kk),
+                              gpu_sssmqr_apply_workspace_size(1, kk, n)),
+             handle);
   if (count == 0 || n == 0 || kk == 0) return;
   detail::host_pointer_mode mode(kernel, handle);
   const cudaStream_t s = detail::stream_of(kernel, handle);
   T* factors = work;
-  T* rest = work + gpu_sssmqr_factors_size(count, nb, kk);
+  T* rest = work + fsize;
   detail::make_factors(kernel, count, nb, m_last, kk, ib, V, ldv, Tb, ldt, strideT, factors, rest,
                        handle, s);
   detail::apply_factors(kernel, count, nb, m_last, n, kk, A1, lda1, A2, lda2, V, ldv, factors,
-                        rest, handle, s);
+                        rest, batch_rows(count, kk, n, lwork - fsize), handle, s);
 }
 
 template <class T>

@@ -17,8 +17,12 @@
 //   prepare (once per step): the full T_i of every TSQRT (one batched GEMM for V_i^T V_i, one
 //     small kernel) and the factors Z_i = [T_i^T; V_i T_i^T] ((kk + m_i) x kk, leading dimension
 //     kk + nb, at factors + i * (kk + nb) * kk; one more batched GEMM);
-//   apply, for each i: W = A1 + V_i^T A2_i (copy + GEMM);  [A1; A2_i] -= Z_i W (one strided
-//     batch of two GEMMs when lda1 == lda2, m_i == kk and A2 lies after A1, else two GEMMs).
+//   apply, in batches of up to gpu_sssmqr_batch_rows rows (as many as the workspace holds):
+//     W_i = V_i^T A2_i for the batch (one strided-batched GEMM); for each i in order,
+//     W_i += A1, A1 -= T_i^T W_i; then A2_i -= (V_i T_i^T) W_i for the batch (one more).
+//     Only the A1 chain is sequential, and cuBLAS runs the batched GEMMs (inner dimension nb)
+//     faster than one at a time. With room for one row: W = A1 + V_i^T A2_i (copy + GEMM), then
+//     [A1; A2_i] -= Z_i W (one strided batch of two GEMMs when the shapes allow).
 // Call the two separately to reuse the factors over several column ranges of one step.
 #include <tessera/kernels_gpu/common.hpp>
 
@@ -28,9 +32,14 @@ namespace tessera::kernels {
 std::size_t gpu_sssmqr_factors_size(int count, int nb, int kk);
 // Elements of work gpu_sssmqr_prepare needs (the Gram matrices V_i^T V_i): count * kk * kk.
 std::size_t gpu_sssmqr_prepare_workspace_size(int count, int kk);
-// Elements of work gpu_sssmqr_apply needs for n columns: kk * n.
-std::size_t gpu_sssmqr_apply_workspace_size(int kk, int n);
-// Elements of work gpu_sssmqr needs: factors + max(prepare, apply).
+// Most rows gpu_sssmqr_apply batches together: on an H200 (n 32768, nb 256) 8, 16 and 32 rows
+// per batch were within 5% of each other (tessera_sssmqr_bench, "apply, R rows/batch").
+inline constexpr int gpu_sssmqr_batch_rows = 8;
+// Elements of work gpu_sssmqr_apply needs to batch min(count, gpu_sssmqr_batch_rows) rows over n
+// columns: that many times kk * n. Less, down to kk * n, batches fewer.
+std::size_t gpu_sssmqr_apply_workspace_size(int count, int kk, int n);
+// Elements of work gpu_sssmqr needs: factors + max(prepare, apply); with less, down to factors +
+// max(prepare, apply for count 1), it batches fewer rows.
 std::size_t gpu_sssmqr_workspace_size(int count, int nb, int kk, int n);
 
 template <class T>
