@@ -31,6 +31,7 @@ void factor_and_check(int m, int n, int nb, int ib, unsigned workers, const tess
   CAPTURE(options.lookahead);
   CAPTURE(options.row_pipelined);
   CAPTURE(options.split_next);
+  CAPTURE(options.gpu_rows);
   CHECK(res.qr < 60);
   CHECK(res.orth < 60);
   if (f.nt() > options.lookahead + 1) CHECK(rt.transfers().h2d_copies > 0);  // the GPU took part
@@ -44,12 +45,13 @@ TEST_CASE("hybrid QR: shapes, precisions, lookaheads, GPU task shapes") {
   };
   for (const shape s : {shape{512, 512, 64, 16}, shape{700, 300, 64, 16}, shape{300, 700, 64, 32},
                         shape{1000, 1000, 128, 32}, shape{129, 257, 32, 8}, shape{64, 64, 64, 16}}) {
-    for (int lookahead : {1, 2, 5})
-      for (int variant = 0; variant < 3; ++variant) {
+    for (int lookahead : {0, 1, 2, 5})
+      for (int variant = 0; variant < 4; ++variant) {
         tessera::qr::hybrid_options o;
         o.lookahead = lookahead;
         o.row_pipelined = variant != 1;
         o.split_next = variant != 2;
+        if (variant == 3) o.gpu_rows = 3;  // groups that leave a remainder; variant 0: the default
         factor_and_check<double>(s.m, s.n, s.nb, s.ib, 3, o);
         factor_and_check<float>(s.m, s.n, s.nb, s.ib, 2, o);
       }

@@ -65,7 +65,7 @@ TEST_CASE("tessera_qr: bad arguments exit 2 with a message") {
   };
   for (const bad& b : {bad{"--nb 0", "nb = 0"}, bad{"--nb 64 --ib 24", "does not divide"},
                        bad{"--m 0", "m = 0"}, bad{"--precision x", "precision"},
-                       bad{"--device tpu", "device"}, bad{"--repeat 0", "repeat"}, bad{"--lookahead 0", "lookahead"},
+                       bad{"--device tpu", "device"}, bad{"--repeat 0", "repeat"}, bad{"--lookahead -1", "lookahead"},
                        bad{"--no-such-option", "no-such-option"},
                        bad{"--m 64 --n 64 --trace out.txt", ".json, .dot or .svg"}}) {
     CAPTURE(b.args);

@@ -26,8 +26,12 @@ std::uint64_t hybrid_task_count(int mt, int nt, const hybrid_options& options) {
     const std::uint64_t below = std::uint64_t(mt - k - 1), cpu_cols = std::uint64_t(split - k - 1);
     count += 1 + cpu_cols + below + below * cpu_cols;  // GEQRT, ORMQRs, TSQRTs, TSMQRs on the CPUs
     if (split < nt) {
-      const std::uint64_t parts = options.split_next && split + 1 < nt ? 2 : 1;
-      count += parts * (1 + (options.row_pipelined ? below : std::min<std::uint64_t>(below, 1)));
+      const std::uint64_t per_row = options.row_pipelined ? below : std::min<std::uint64_t>(below, 1);
+      count += 1 + per_row;
+      if (options.split_next && split + 1 < nt) {
+        const auto rows = std::uint64_t(std::max(options.gpu_rows, 1));
+        count += 1 + (options.row_pipelined ? (below + rows - 1) / rows : std::min<std::uint64_t>(below, 1));
+      }
     }
   }
   return count;
@@ -36,19 +40,21 @@ std::uint64_t hybrid_task_count(int mt, int nt, const hybrid_options& options) {
 runtime_options hybrid_runtime_options(unsigned workers) {
   runtime_options o;
   o.workers = workers;
-  o.gpu_streams = 2;
+  o.gpu_streams = 3;
   o.gpu_stream_depth = 2;
   o.gpu_urgent_priority = hybrid_urgent_priority;
   return o;
 }
 
-int default_gpu_tile_size(int n) noexcept { return n >= 16384 ? 256 : 192; }
+int default_gpu_tile_size(int n) noexcept { return n >= 32768 ? 384 : n >= 8192 ? 256 : 192; }
 
-int default_lookahead(int nt) noexcept {
-  // Measured on an H200 with 16 Xeon cores (README): the CPUs' panel chain is the critical path,
-  // so every extra column they update delays the next panel; lookahead 1 was fastest at n = 8192
-  // and 16384 for nb 128, 192 and 256 (2, 4 within 1-10% at 8192, slower at 16384).
-  return nt > 1 ? 1 : 0;
+int default_lookahead(int) noexcept {
+  // Measured on an H200 with 16 Xeon cores (README, "hybrid QR"): the GPU is so much faster than
+  // the cores that every tile column they update delays the next panel. With lookahead 0 the
+  // CPUs only factor panels (GEQRT, TSQRT) and the GPU's urgent stream updates the next panel
+  // column row by row: 2.83 s against 3.13 s (lookahead 1) at n = 32768, 0.52 against 0.67 s at
+  // 16384 (nb 256, medians of 3).
+  return 0;
 }
 
 #if TESSERA_QR_CUDA
@@ -212,7 +218,8 @@ void geqrf_hybrid(runtime& rt, qr_factors<T>& f, const hybrid_options& options) 
   constexpr const char* func = "geqrf_hybrid";
   if (&rt != f.owner()) detail::invalid(func, "the factors were made for another runtime");
   if (!rt.has_gpu()) detail::invalid(func, "the runtime has no GPU (runtime_options::gpu_streams)");
-  detail::require_at_least(func, "lookahead", options.lookahead, 1);
+  detail::require_at_least(func, "lookahead", options.lookahead, 0);
+  detail::require_at_least(func, "gpu_rows", options.gpu_rows, 1);
   const int mt = f.mt(), nt = f.nt(), kt = f.kt(), L = options.lookahead;
   blas_threads single(1);
   detail::tile_qr_tasks<T> cpu(rt, f, true, options.progress);
@@ -232,12 +239,16 @@ void geqrf_hybrid(runtime& rt, qr_factors<T>& f, const hybrid_options& options) 
         gpu.ormqr(k, split, next, first);
         if (next < nt) gpu.ormqr(k, next, nt, bulk);
       }
-      for (int i = k + 1; i < mt; ++i) {
+      for (int i = k + 1, group = k + 1; i < mt; ++i) {
         cpu.tsqrt(k, i);
         for (int j = k + 1; j < split; ++j) cpu.tsmqr(k, i, j);
         if (split < nt && options.row_pipelined) {
           gpu.tsmqr(k, i, i + 1, split, next, first);
-          if (next < nt) gpu.tsmqr(k, i, i + 1, next, nt, bulk);
+          // The bulk in groups of rows: batched GEMMs, at the price of starting a little later.
+          if (next < nt && (i + 1 - group == options.gpu_rows || i + 1 == mt)) {
+            gpu.tsmqr(k, group, i + 1, next, nt, bulk);
+            group = i + 1;
+          }
         }
       }
       if (split < nt && !options.row_pipelined && k + 1 < mt) {

@@ -33,8 +33,11 @@ void to_tiles_async(runtime& rt, const T* a, int lda, tile_matrix<T>& t, const t
   require_tiled(func, t, ht);
   if (!a) detail::invalid(func, std::string(name) + " is null");
   detail::require_at_least(func, "lda", lda, t.m(), "m");
-  for (int j = 0; j < t.nt(); ++j) {
-    for (int i = 0; i < t.mt(); ++i) {
+  // Tile row by tile row: a factorization's first step needs tile row 0 and then the rows one
+  // after another (a GPU update of a tile row waits for the whole row), so it starts on the first
+  // rows while the rest is still being converted.
+  for (int i = 0; i < t.mt(); ++i) {
+    for (int j = 0; j < t.nt(); ++j) {
       const int rows = t.tile_rows(i), cols = t.tile_cols(j);
       const int r0 = i * t.mb(), c0 = j * t.nb();
       const T* src = a + r0 + std::size_t(c0) * std::size_t(lda);

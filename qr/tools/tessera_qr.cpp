@@ -31,8 +31,10 @@ struct config {
   std::string device = "auto";   // auto: hybrid with a GPU, cpu without
   bool lookahead_given = false;
   bool split_next = true;
+  int gpu_rows = tessera::qr::hybrid_options{}.gpu_rows;
   bool pinned = true;
-  unsigned gpu_streams = 2, stream_depth = 2;
+  unsigned gpu_streams = tessera::qr::hybrid_runtime_options().gpu_streams;
+  unsigned stream_depth = tessera::qr::hybrid_runtime_options().gpu_stream_depth;
   bool urgent_stream = true;
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   bool check = false;
@@ -134,6 +136,7 @@ result run(const config& c) {
   hybrid.progress = &done;
   hybrid.lookahead = c.lookahead;
   hybrid.split_next = c.split_next;
+  hybrid.gpu_rows = c.gpu_rows;
   const std::uint64_t total = (gpu ? tessera::qr::hybrid_task_count(f.mt(), f.nt(), hybrid)
                                    : tessera::qr::geqrf_task_count(f.mt(), f.nt())) *
                               std::uint64_t(c.repeat);
@@ -233,13 +236,15 @@ int main(int argc, char** argv) {
   app.add_flag("!--no-pinned", c.pinned, "gpu/hybrid: tiles in pageable memory (for comparison)");
   app.add_flag("!--no-split-next", c.split_next,
                "gpu/hybrid: update the GPU column the CPUs take next together with the rest (for comparison)");
+  app.add_option("--gpu-rows", c.gpu_rows, "gpu/hybrid: TSQRT rows per GPU task of the bulk update")
+      ->check(CLI::PositiveNumber);
   app.add_option("--gpu-streams", c.gpu_streams, "gpu/hybrid: GPU streams for the update")->check(CLI::PositiveNumber);
   app.add_option("--stream-depth", c.stream_depth, "gpu/hybrid: GPU tasks in flight per stream (0: no limit)")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("!--no-urgent-stream", c.urgent_stream,
                "gpu/hybrid: no stream of its own for the GPU tasks on the CPUs' path (for comparison)");
   app.add_option("--lookahead", c.lookahead, "tile columns the CPUs update ahead of the GPU (hybrid; default: tuned)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::NonNegativeNumber);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -257,7 +262,7 @@ int main(int argc, char** argv) {
   if (c.device != "cpu" && !nb_given) c.nb = tessera::qr::default_gpu_tile_size(c.n);
   if (c.device == "gpu") c.lookahead = 1;  // the seed's "GPU-only": the CPUs keep only the next panel
   else if (c.device == "hybrid" && !c.lookahead_given)
-    c.lookahead = std::max(1, tessera::qr::default_lookahead((c.n + c.nb - 1) / std::max(c.nb, 1)));
+    c.lookahead = tessera::qr::default_lookahead((c.n + c.nb - 1) / std::max(c.nb, 1));
   try {
     if (!c.trace.empty()) {
       const auto dot = c.trace.rfind('.');

@@ -17,10 +17,14 @@
 namespace tessera::qr {
 
 struct hybrid_options {
-  int lookahead = 1;         // tile columns the CPUs update ahead of the GPU; 1: "GPU-only"
+  int lookahead = 1;         // tile columns the CPUs update ahead of the GPU; 1: the seed's
+                             // "GPU-only"; 0: the CPUs only factor panels
   bool row_pipelined = true; // one GPU task per TSQRT, started as soon as that row is factored;
                              // false: one per panel (Figure 5b)
   bool split_next = true;    // the GPU column the CPUs take at the next step gets tasks of its own
+  int gpu_rows = 2;          // with row_pipelined and split_next: TSQRT rows per GPU task of the
+                             // bulk update (the column the CPUs take next stays one per row), so
+                             // that its GEMMs run batched (kernels::gpu_sssmqr)
   std::atomic<std::uint64_t>* progress = nullptr;  // ticks once per task, as geqrf_options
 };
 
@@ -30,7 +34,8 @@ struct hybrid_options {
 inline constexpr int hybrid_urgent_priority = 1 << 20;
 
 // Runtime options geqrf_hybrid was tuned with (README, "hybrid QR"): `workers` CPU workers (0: all
-// cores), two GPU streams with at most two tasks in flight each, and an urgent stream.
+// cores), three GPU streams with at most two tasks in flight each (three were 3-5% faster than two
+// at n = 8192, 16384 and 32768), and an urgent stream.
 runtime_options hybrid_runtime_options(unsigned workers = 0);
 
 // True when Tessera was built with CUDA and a CUDA device is present.
@@ -51,13 +56,15 @@ std::uint64_t hybrid_task_count(int mt, int nt, const hybrid_options& options);
 // The GPU's name, or "" without one.
 std::string gpu_name();
 
-// Tile size for the GPU modes when none is given, measured on an H200 with 16 cores (README):
-// 192 below n = 16384, where the CPUs' panel chain limits the run, 256 from there, where the GPU's
-// GEMMs (inner dimension nb) do; 320 and 384 were slower at 16384 and 32768.
+// Tile size for the GPU modes when none is given, measured on an H200 with 16 cores (README,
+// lookahead 0, medians of 3): 192 below n = 8192 (not re-measured since lookahead 0), 256 from
+// 8192 (0.149 s against 0.165 at nb 192; at 16384 0.49 s against 0.78, 320 no faster), 384 from
+// 32768 (2.54 s against 2.73 at 256): larger tiles make the GPU's GEMMs (inner dimension nb)
+// faster while the CPUs, now only factoring panels, keep up.
 int default_gpu_tile_size(int n) noexcept;
 
-// Lookahead chosen when none is given: measured on the GPU machine (README, "hybrid QR"); at least 1
-// whenever there is a trailing column.
+// Lookahead chosen when none is given (nt: tile columns), measured on the GPU machine (README,
+// "hybrid QR"): 0, the CPUs factor the panels and the GPU does every update.
 int default_lookahead(int nt) noexcept;
 
 }  // namespace tessera::qr
