@@ -9,8 +9,9 @@
 // timing includes the conversion to tiles, as a column-major caller would pay it. Figures are
 // medians of --repeat runs, GFLOP/s by LAWN 41 (4/3 n^3 + 2 n^2 + 14/3 n for n x n).
 // With a GPU (built with CUDA and a device present) the list grows: Tessera gpu (lookahead 1) and
-// hybrid, cuSOLVER GEQRF (matrix already on the device, as its own callers have it) and cuBLAS GEMM
-// as the rate ceiling (2 n^3 flops). --plot FILE.svg draws GFLOP/s against n (the seed's Figure 7a).
+// hybrid, cuSOLVER GEQRF twice (from and back to host memory, as Tessera's times are; and on a
+// matrix already on the device, as its own callers have it: the ratio column uses this one) and
+// cuBLAS GEMM as the rate ceiling (2 n^3 flops). --plot FILE.svg draws GFLOP/s against n (the seed's Figure 7a).
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -56,7 +57,7 @@ struct options {
   int repeat = 3, nb = 256, ib = 32;
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   bool json = false;
-  int lookahead = 0;                 // hybrid; 0: tessera::qr::default_lookahead
+  int lookahead = -1;                // hybrid; -1: tessera::qr::default_lookahead
   int gpu_nb = 0;                    // tile size of the GPU contestants; 0: tessera_qr's default per n
   int max_cpu_n = 16384;             // CPU-only contestants skip larger n (they take minutes there)
   bool gpu = true;                   // GPU contestants when a device is present
@@ -106,7 +107,7 @@ void cuda_check(cudaError_t e, const char* what) {
 template <class T>
 contestant<T> tessera_gpu(tessera::runtime& rt, const options& o, int lookahead, const char* mode) {
   auto cache = std::make_shared<std::pair<int, std::unique_ptr<tessera::qr::qr_factors<T>>>>();
-  const std::string nb_label = o.gpu_nb ? std::to_string(o.gpu_nb) : "192|256";
+  const std::string nb_label = o.gpu_nb ? std::to_string(o.gpu_nb) : "per n";
   return {std::string("tessera ") + mode + " (nb " + nb_label + ", lookahead " + std::to_string(lookahead) + ")",
           [&rt, o, lookahead, cache](const std::vector<T>& a, int n) {
             if (cache->first != n) {
@@ -128,10 +129,13 @@ contestant<T> tessera_gpu(tessera::runtime& rt, const options& o, int lookahead,
           }};
 }
 
-// cuSOLVER GEQRF on a matrix already on the device (its copy in is not timed).
+// cuSOLVER GEQRF. device_resident: on a matrix already on the device (its copy in is not timed),
+// as its own callers have it; otherwise as a caller with the matrix in host memory (as Tessera's
+// callers have it) would run it: copy in, factor, copy A and tau out, all timed.
 template <class T>
-contestant<T> cusolver() {
-  return {"cuSOLVER geqrf (device-resident)", [](const std::vector<T>& a, int n) {
+contestant<T> cusolver(bool device_resident) {
+  return {device_resident ? "cuSOLVER geqrf (device-resident)" : "cuSOLVER geqrf (host copies in/out)",
+          [device_resident](const std::vector<T>& a, int n) {
             cusolverDnHandle_t h;
             if (cusolverDnCreate(&h) != CUSOLVER_STATUS_SUCCESS) throw std::runtime_error("cusolverDnCreate failed");
             T *da = nullptr, *dtau = nullptr, *dwork = nullptr;
@@ -140,14 +144,23 @@ contestant<T> cusolver() {
             cuda_check(cudaMalloc(&da, sizeof(T) * a.size()), "cudaMalloc");
             cuda_check(cudaMalloc(&dtau, sizeof(T) * std::size_t(n)), "cudaMalloc");
             cuda_check(cudaMalloc(&dinfo, sizeof(int)), "cudaMalloc");
-            cuda_check(cudaMemcpy(da, a.data(), sizeof(T) * a.size(), cudaMemcpyHostToDevice), "cudaMemcpy");
             if constexpr (std::is_same_v<T, float>) cusolverDnSgeqrf_bufferSize(h, n, n, da, n, &lwork);
             else cusolverDnDgeqrf_bufferSize(h, n, n, da, n, &lwork);
             cuda_check(cudaMalloc(&dwork, sizeof(T) * std::size_t(lwork)), "cudaMalloc");
+            std::vector<T> out(device_resident ? 0 : a.size()), tau(device_resident ? 0 : std::size_t(n));
+            const auto copy_in = [&] {
+              cuda_check(cudaMemcpy(da, a.data(), sizeof(T) * a.size(), cudaMemcpyHostToDevice), "cudaMemcpy");
+            };
+            if (device_resident) copy_in();
             cuda_check(cudaDeviceSynchronize(), "sync");
             const auto t0 = std::chrono::steady_clock::now();
+            if (!device_resident) copy_in();
             if constexpr (std::is_same_v<T, float>) cusolverDnSgeqrf(h, n, n, da, n, dtau, dwork, lwork, dinfo);
             else cusolverDnDgeqrf(h, n, n, da, n, dtau, dwork, lwork, dinfo);
+            if (!device_resident) {
+              cuda_check(cudaMemcpy(out.data(), da, sizeof(T) * a.size(), cudaMemcpyDeviceToHost), "cudaMemcpy");
+              cuda_check(cudaMemcpy(tau.data(), dtau, sizeof(T) * tau.size(), cudaMemcpyDeviceToHost), "cudaMemcpy");
+            }
             cuda_check(cudaDeviceSynchronize(), "cusolver geqrf");
             const double s = seconds_since(t0);
             cudaFree(da);
@@ -236,7 +249,7 @@ int run(const options& o) {
     rt_gpu = std::make_unique<tessera::runtime>(tessera::qr::hybrid_runtime_options(o.threads));
     const int nt_max = (*std::max_element(o.sizes.begin(), o.sizes.end()) + o.nb - 1) / o.nb;
     contestants.push_back(tessera_gpu<T>(*rt_gpu, o, 1, "gpu"));
-    contestants.push_back(tessera_gpu<T>(*rt_gpu, o, o.lookahead ? o.lookahead : std::max(2, tessera::qr::default_lookahead(nt_max)), "hybrid"));
+    contestants.push_back(tessera_gpu<T>(*rt_gpu, o, o.lookahead >= 0 ? o.lookahead : tessera::qr::default_lookahead(nt_max), "hybrid"));
   }
 #endif
   contestants.push_back(lapack<T>());
@@ -245,7 +258,8 @@ int run(const options& o) {
   std::size_t gpu_base = 0;
 #if TESSERA_BENCH_CUDA
   if (gpu) {
-    contestants.push_back(cusolver<T>());
+    contestants.push_back(cusolver<T>(false));
+    contestants.push_back(cusolver<T>(true));
     gpu_base = contestants.size() - 1;
     contestants.push_back(cublas_gemm<T>());
   }
@@ -346,8 +360,9 @@ int main(int argc, char** argv) {
   app.add_option("--ib", o.ib, "inner block size (divides nb)");
   app.add_option("--threads", o.threads, "tile QR workers (default: all cores)")->check(CLI::PositiveNumber);
   app.add_flag("--json", o.json, "print one JSON object");
-  app.add_option("--lookahead", o.lookahead, "hybrid lookahead (0: default)")->check(CLI::NonNegativeNumber);
-  app.add_option("--gpu-nb", o.gpu_nb, "tile size of the GPU contestants (default: 192 below n = 16384, else 256)");
+  app.add_option("--lookahead", o.lookahead, "hybrid lookahead (default: tessera::qr::default_lookahead)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--gpu-nb", o.gpu_nb, "tile size of the GPU contestants (default: qr::default_gpu_tile_size per n)");
   app.add_option("--max-cpu-n", o.max_cpu_n, "skip the CPU-only contestants above this n");
   app.add_flag("!--no-gpu", o.gpu, "leave out the GPU contestants");
   app.add_option("--plot", o.plot, "write GFLOP/s against n as SVG");
