@@ -635,6 +635,43 @@ TEST_CASE("summarize: per-label count, total, median and max; copies grouped by 
   CHECK(out.str().find("H2D for") == std::string::npos);
 }
 
+TEST_CASE("summarize: GPU busy is the union of GPU tasks over all streams, copies excluded") {
+  std::mt19937_64 rng(tessera::testing::seed() + 6);
+  trace_data tr;
+  tr.tracks = {"worker 0", "GPU stream 0", "GPU stream 1", "GPU stream 2", "copy H2D"};
+  // Integer endpoints in [0, 1000): the union is counted cell by cell below.
+  std::vector<bool> covered(1000, false);
+  std::uniform_int_distribution<int> at(0, 999), len(1, 60), stream(1, 3);
+  const int n = 1 + static_cast<int>(rng() % 60);
+  std::uint64_t id = 0;
+  for (int i = 0; i < n; ++i) {
+    const int a = at(rng), b = std::min(1000, a + len(rng));
+    trace_task t = task(id++, stream(rng), a, b, "gpu_sssmqr");
+    t.where = tessera::device::gpu;
+    tr.tasks.push_back(t);
+    for (int c = a; c < b; ++c) covered[std::size_t(c)] = true;
+  }
+  trace_task copy = task(id++, 4, 0, 1000, "H2D for 0");  // copies do not count
+  copy.where = tessera::device::gpu;
+  copy.copy = true;
+  tr.tasks.push_back(copy);
+  tr.tasks.push_back(task(id++, 0, 0, 1000, "cpu"));      // nor CPU tasks
+  const double want = double(std::count(covered.begin(), covered.end(), true));
+  const trace_summary s = summarize(tr);
+  CHECK(s.gpu_busy_us == doctest::Approx(want));
+  std::ostringstream out;
+  print_summary(tr, s, out);
+  CHECK(out.str().find("GPU (any stream) busy") != std::string::npos);
+  // Without GPU tasks there is no such line.
+  trace_data cpu;
+  cpu.tracks = {"worker 0"};
+  cpu.tasks = {task(0, 0, 0, 10)};
+  std::ostringstream none;
+  print_summary(cpu, summarize(cpu), none);
+  CHECK(summarize(cpu).gpu_busy_us == 0);
+  CHECK(none.str().find("GPU (any stream)") == std::string::npos);
+}
+
 TEST_CASE("print_summary: one line per track, span and critical path") {
   trace_data tr;
   tr.tracks = {"worker 0", "worker 1"};

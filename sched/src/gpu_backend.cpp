@@ -235,6 +235,7 @@ class cuda_backend final : public gpu_backend {
     t.label = std::string(label) + " for " + std::to_string(for_task);
     t.color = label[0] == 'H' ? 0x7f7f7fu : 0x4f4f4fu;
     t.where = device::gpu;
+    t.copy = true;
     return t;
   }
 

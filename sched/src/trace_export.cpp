@@ -582,6 +582,17 @@ trace_summary summarize(const trace_data& trace) {
   }
   for (std::size_t k = 0; k < n_tracks; ++k) sum.idle_us[k] = std::max(0.0, sum.span_us - sum.busy_us[k]);
 
+  // The GPU as a whole: streams overlap, so the per-track busy times do not add up to it.
+  std::vector<std::pair<double, double>> gpu;
+  for (const trace_task& t : trace.tasks)
+    if (t.where == device::gpu && !t.copy) gpu.emplace_back(t.start_us, t.end_us);
+  std::sort(gpu.begin(), gpu.end());
+  for (std::size_t i = 0; i < gpu.size();) {
+    double lo = gpu[i].first, hi = gpu[i].second;
+    for (++i; i < gpu.size() && gpu[i].first <= hi; ++i) hi = std::max(hi, gpu[i].second);
+    sum.gpu_busy_us += hi - lo;
+  }
+
   // Critical path: longest duration-weighted path, by Kahn's algorithm. The runtime's edges go
   // from lower to higher id, but any acyclic edge set works; a cycle is reported, not looped on.
   std::vector<std::size_t> first(n + 1, 0), succ(c.edges.size()), indeg(n, 0);
@@ -692,6 +703,9 @@ void print_summary(const trace_data& trace, const trace_summary& summary, std::o
     << pct(summary.critical_path_us, summary.span_us) << " of span), average parallelism "
     << (summary.span_us > 0 ? fixed(total_busy / summary.span_us, 2) : std::string("-")) << " of "
     << integer(n_tracks) << " tracks\n";
+  if (summary.gpu_busy_us > 0)
+    s << "GPU (any stream) busy " << fixed(summary.gpu_busy_us / u.div, 3) << ' ' << u.name << " ("
+      << pct(summary.gpu_busy_us, summary.span_us) << " of span; launch to completion)\n";
   if (summary.labels.empty()) return;
   std::size_t label_w = 5;
   for (const label_stats& l : summary.labels) label_w = std::max(label_w, std::min<std::size_t>(l.label.size(), 32));

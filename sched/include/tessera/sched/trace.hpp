@@ -19,6 +19,7 @@ struct trace_task {
   int priority = 0;
   device where = device::cpu;
   bool skipped = false;      // cancelled by an earlier exception in its sequence
+  bool copy = false;         // a host/device copy the runtime made (not a task of the program)
 };
 
 struct trace_edge {

@@ -34,6 +34,7 @@ struct trace_summary {
   std::vector<double> idle_us;        // per track: span minus busy
   std::vector<double> longest_gap_us; // per track: the longest idle gap between two of its tasks
   std::vector<label_stats> labels;    // by total time, largest first
+  double gpu_busy_us = 0;             // time some GPU task (not a copy) was in flight, any stream
   std::size_t tasks = 0;
   std::size_t edges = 0;
 };
