@@ -23,6 +23,7 @@
 #include <functional>
 #include <memory>
 #include <random>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -62,6 +63,7 @@ struct options {
   int max_cpu_n = 16384;             // CPU-only contestants skip larger n (they take minutes there)
   bool gpu = true;                   // GPU contestants when a device is present
   std::string plot;                  // SVG of GFLOP/s against n
+  std::string trace;                 // trace of one more run of the largest n (hybrid, else cpu tile)
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -283,6 +285,8 @@ int run(const options& o) {
   }
 
   std::vector<result_row> rows;
+  std::string trace_text;
+  const int largest = *std::max_element(o.sizes.begin(), o.sizes.end());
   for (int n : o.sizes) {
     std::mt19937_64 gen(std::uint64_t(n) * 7919u + 1);
     std::uniform_real_distribution<T> dist(T(-1), T(1));
@@ -293,6 +297,22 @@ int run(const options& o) {
     for (int r = 0; r < o.repeat; ++r)
       for (std::size_t c = 0; c < contestants.size(); ++c)
         runs[c].push_back(n <= contestants[c].max_n ? contestants[c].time_one(a, n) : std::nan(""));
+    if (!o.trace.empty() && n == largest) {
+      // One more run, traced (not timed): the hybrid QR's when there is a GPU, else the CPU tile QR's.
+      tessera::runtime& traced = gpu ? *rt_gpu : rt;
+      const std::size_t c = gpu ? 2 : 0;
+      if (n <= contestants[c].max_n) {
+        traced.enable_trace(true);
+        contestants[c].time_one(a, n);
+        traced.enable_trace(false);
+        const tessera::trace_data& data = traced.trace();
+        tessera::write_trace_file(data, o.trace);
+        std::ostringstream text;
+        text << "trace of " << contestants[c].name << " at n = " << n << ": " << o.trace << "\n";
+        tessera::print_summary(data, tessera::summarize(data), text);
+        trace_text = text.str();
+      }
+    }
     result_row row{n, {}};
     for (const auto& r : runs) row.seconds.push_back(median(r));
     if (!o.json) {
@@ -344,6 +364,10 @@ int run(const options& o) {
                                      "n", "GFLOP/s (LAWN 41; GEMM: 2n^3)", lines);
     if (!o.json) std::printf("plot: %s\n", o.plot.c_str());
   }
+  if (!trace_text.empty()) {
+    if (o.json) std::fputs(trace_text.c_str(), stderr);
+    else std::printf("\n%s", trace_text.c_str());
+  }
   return 0;
 }
 
@@ -366,6 +390,16 @@ int main(int argc, char** argv) {
   app.add_option("--max-cpu-n", o.max_cpu_n, "skip the CPU-only contestants above this n");
   app.add_flag("!--no-gpu", o.gpu, "leave out the GPU contestants");
   app.add_option("--plot", o.plot, "write GFLOP/s against n as SVG");
+  app.add_option("--trace", o.trace,
+                 "write the trace of one more (untimed) run at the largest n: hybrid with a GPU, else cpu tile "
+                 "(FILE.json, .dot or .svg), and print its summary")
+      ->check(CLI::Validator(
+          [](std::string& path) -> std::string {
+            for (const char* ext : {".json", ".dot", ".svg"})
+              if (path.size() > std::string_view(ext).size() && path.ends_with(ext)) return {};
+            return "the file must end in .json, .dot or .svg";
+          },
+          "FILE.json|.dot|.svg"));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
