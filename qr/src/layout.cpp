@@ -48,6 +48,7 @@ void to_tiles_async(runtime& rt, const T* a, int lda, tile_matrix<T>& t, const t
             detail::require_finite_block(name, rows, cols, dst, rows, r0, c0);
           })
           .write(ht(i, j))
+          .priority(-1)  // after any ready factorization task, one at a time (see the loop order)
           .label("to_tiles")
           .color(detail::color_copy)
           .submit();
