@@ -182,17 +182,20 @@ struct runtime_impl {
   ready_queue ready;
   submit_ring submitted_ready;  // ready at submission, pushed by the inserting thread
   std::atomic<unsigned> active_runners{0};
-  std::atomic<unsigned> live_runners{0};
-  std::atomic<bool> locality_used{false};
-  unsigned linger_us = 200;  // how long an idle runner polls before it leaves (TESSERA_LINGER_US)  // some task gave a locality hint: record writers  // enqueued or running runner_loops; the destructor waits for 0
+  std::atomic<unsigned> live_runners{0};      // enqueued or running runner_loops; the destructor waits for 0
+  std::atomic<bool> locality_used{false};     // some task gave a locality hint: record writers
+  unsigned linger_us = 200;  // how long an idle runner polls before it leaves (TESSERA_LINGER_US)
   unsigned max_runners;
 
   // In flight = submitted (inserting thread only) - completed (workers): see sequence_state.
-  std::size_t submitted = 0;
+  // Each on a line of its own, away from the runner counts that workers change.
+  alignas(64) std::size_t submitted = 0;
   std::size_t completed_seen = 0;  // the inserting thread's last read of completed
   alignas(64) std::atomic<std::size_t> completed{0};
   std::size_t in_flight() const noexcept { return submitted - completed.load(std::memory_order_acquire); }
-  std::uint64_t next_id = 0;
+  // A line of their own: the inserting thread writes these for every task, while workers increment
+  // `completed` for every task; on one line they would bounce between the cores each time.
+  alignas(64) std::uint64_t next_id = 0;
   task_node* open_builder = nullptr;
 
   std::deque<handle_state> handles;
