@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <atomic>
 #include <random>
 #include <vector>
 
@@ -23,7 +24,10 @@ void factor_and_check(int m, int n, int nb, int ib, unsigned workers, const tess
   tessera::runtime rt(tessera::qr::hybrid_runtime_options(workers));
   tessera::qr::qr_factors<T> f(rt, m, n, nb, ib, tessera::qr::pinned_allocator());
   tessera::qr::to_tiles_async(rt, a.data(), m, f.a(), f.ha(), "A");
-  tessera::qr::geqrf_hybrid(rt, f, options);
+  std::atomic<std::uint64_t> ticks{0};  // one per task: what the tool's progress report counts on
+  tessera::qr::hybrid_options counted = options;
+  counted.progress = &ticks;
+  tessera::qr::geqrf_hybrid(rt, f, counted);
   const auto res = tessera::qr::check_qr(rt, f, a.data(), m);
   CAPTURE(m);
   CAPTURE(n);
@@ -34,6 +38,7 @@ void factor_and_check(int m, int n, int nb, int ib, unsigned workers, const tess
   CAPTURE(options.gpu_rows);
   CHECK(res.qr < 60);
   CHECK(res.orth < 60);
+  CHECK(ticks.load() == tessera::qr::hybrid_task_count(f.mt(), f.nt(), options));
   if (f.nt() > options.lookahead + 1) CHECK(rt.transfers().h2d_copies > 0);  // the GPU took part
 }
 }  // namespace
