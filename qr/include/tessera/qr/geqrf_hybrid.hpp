@@ -17,8 +17,9 @@
 namespace tessera::qr {
 
 struct hybrid_options {
-  int lookahead = 1;         // tile columns the CPUs update ahead of the GPU; 1: the seed's
-                             // "GPU-only"; 0: the CPUs only factor panels
+  int lookahead = 0;         // tile columns the CPUs update ahead of the GPU; 0 (measured
+                             // fastest, default_lookahead): the CPUs only factor panels;
+                             // 1: the seed's "GPU-only"
   bool row_pipelined = true; // one GPU task per TSQRT, started as soon as that row is factored;
                              // false: one per panel (Figure 5b)
   bool split_next = true;    // the GPU column the CPUs take at the next step gets tasks of its own
