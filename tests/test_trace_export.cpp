@@ -597,8 +597,9 @@ TEST_CASE("summarize: known critical paths, busy, idle and gaps") {
 
 TEST_CASE("summarize: per-label count, total, median and max; copies grouped by direction") {
   std::mt19937_64 rng(tessera::testing::seed() + 5);
-  const char* names[] = {"tsqrt", "tsmqr", "H2D for 3", "H2D for 4", "D2H for 9"};
-  const char* groups[] = {"tsqrt", "tsmqr", "H2D", "H2D", "D2H"};
+  // Copies (trace_task::copy) are grouped by direction; a task whose own label has " for " is not.
+  const char* names[] = {"tsqrt", "update for row 2", "H2D for 3", "H2D for 4", "D2H for 9"};
+  const char* groups[] = {"tsqrt", "update for row 2", "H2D", "H2D", "D2H"};
   std::map<std::string, std::vector<double>> want;
   trace_data tr;
   tr.tracks = {"a", "b", "c"};
@@ -609,7 +610,9 @@ TEST_CASE("summarize: per-label count, total, median and max; copies grouped by 
   for (int i = 0; i < n; ++i) {
     const int k = pick(rng);
     const double d = dur(rng);
-    tr.tasks.push_back(task(std::uint64_t(i), track(rng), t, t + d, names[k]));
+    trace_task rec = task(std::uint64_t(i), track(rng), t, t + d, names[k]);
+    rec.copy = k >= 2;
+    tr.tasks.push_back(rec);
     want[groups[k]].push_back(d);
     t += d;
   }

@@ -541,6 +541,24 @@ void write_svg(const trace_data& trace, std::ostream& out) {
 // =============================================================================================
 // Summary
 
+namespace {
+struct interval_union {
+  double busy = 0;
+  double longest_gap = 0;
+};
+interval_union unite(std::vector<std::pair<double, double>>& intervals) {
+  interval_union u;
+  std::sort(intervals.begin(), intervals.end());
+  for (std::size_t i = 0; i < intervals.size();) {
+    double lo = intervals[i].first, hi = intervals[i].second;
+    for (++i; i < intervals.size() && intervals[i].first <= hi; ++i) hi = std::max(hi, intervals[i].second);
+    u.busy += hi - lo;
+    if (i < intervals.size()) u.longest_gap = std::max(u.longest_gap, intervals[i].first - hi);
+  }
+  return u;
+}
+}  // namespace
+
 trace_summary summarize(const trace_data& trace) {
   const checked c = check(trace, "tessera::summarize");
   const std::size_t n = trace.tasks.size(), n_tracks = trace.tracks.size();
@@ -556,42 +574,21 @@ trace_summary summarize(const trace_data& trace) {
   for (const trace_task& t : trace.tasks) t0 = std::min(t0, t.start_us), t1 = std::max(t1, t.end_us);
   sum.span_us = t1 - t0;
 
-  // Per track: tasks by start time; busy is the union of their intervals (equal to the sum of
-  // durations when they do not overlap, as on a worker), gaps are the holes in that union.
-  std::vector<std::size_t> order(n);
-  for (std::size_t i = 0; i < n; ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    const trace_task &x = trace.tasks[a], &y = trace.tasks[b];
-    return x.track != y.track ? x.track < y.track : x.start_us < y.start_us;
-  });
-  for (std::size_t i = 0; i < n;) {
-    const auto track = static_cast<std::size_t>(trace.tasks[order[i]].track);
-    double busy = 0, gap = 0;
-    double lo = trace.tasks[order[i]].start_us, hi = trace.tasks[order[i]].end_us;
-    for (++i; i < n && static_cast<std::size_t>(trace.tasks[order[i]].track) == track; ++i) {
-      const trace_task& t = trace.tasks[order[i]];
-      if (t.start_us > hi) {
-        busy += hi - lo;
-        gap = std::max(gap, t.start_us - hi);
-        lo = t.start_us;
-      }
-      hi = std::max(hi, t.end_us);
-    }
-    sum.busy_us[track] = busy + (hi - lo);
-    sum.longest_gap_us[track] = gap;
-  }
-  for (std::size_t k = 0; k < n_tracks; ++k) sum.idle_us[k] = std::max(0.0, sum.span_us - sum.busy_us[k]);
-
-  // The GPU as a whole: streams overlap, so the per-track busy times do not add up to it.
+  // Per track, and the GPU as a whole (its streams overlap, so their busy times do not add up):
+  // busy is the union of the tasks' intervals, gaps are the holes in that union.
+  std::vector<std::vector<std::pair<double, double>>> per_track(n_tracks);
   std::vector<std::pair<double, double>> gpu;
-  for (const trace_task& t : trace.tasks)
+  for (const trace_task& t : trace.tasks) {
+    per_track[static_cast<std::size_t>(t.track)].emplace_back(t.start_us, t.end_us);
     if (t.where == device::gpu && !t.copy) gpu.emplace_back(t.start_us, t.end_us);
-  std::sort(gpu.begin(), gpu.end());
-  for (std::size_t i = 0; i < gpu.size();) {
-    double lo = gpu[i].first, hi = gpu[i].second;
-    for (++i; i < gpu.size() && gpu[i].first <= hi; ++i) hi = std::max(hi, gpu[i].second);
-    sum.gpu_busy_us += hi - lo;
   }
+  for (std::size_t k = 0; k < n_tracks; ++k) {
+    const interval_union u = unite(per_track[k]);
+    sum.busy_us[k] = u.busy;
+    sum.longest_gap_us[k] = u.longest_gap;
+    sum.idle_us[k] = std::max(0.0, sum.span_us - u.busy);
+  }
+  sum.gpu_busy_us = unite(gpu).busy;
 
   // Critical path: longest duration-weighted path, by Kahn's algorithm. The runtime's edges go
   // from lower to higher id, but any acyclic edge set works; a cycle is reported, not looped on.
@@ -625,11 +622,11 @@ trace_summary summarize(const trace_data& trace) {
                                 " tasks on or after it), so there is no critical path");
   }
 
-  // Per label; a copy's label names the task it was for ("H2D for 12"): grouped as "H2D".
+  // Per label; a copy's label names the task it was for ("H2D for 12"): copies grouped as "H2D".
   std::map<std::string, std::vector<double>, std::less<>> by_label;
   for (const trace_task& t : trace.tasks) {
     const std::string_view label(t.label);
-    by_label[std::string(label.substr(0, label.find(" for ")))].push_back(t.end_us - t.start_us);
+    by_label[std::string(t.copy ? label.substr(0, label.find(" for ")) : label)].push_back(t.end_us - t.start_us);
   }
   for (auto& [label, d] : by_label) {
     label_stats st;
