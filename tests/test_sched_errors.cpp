@@ -1,4 +1,4 @@
-// Exceptions, sequences, the insertion window.
+// Exceptions, sequences, the insertion window, throttling.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -86,6 +86,42 @@ TEST_CASE("the window bounds the tasks in flight; the inserting thread helps") {
     CHECK(finished.load() == 2000);
     CHECK(worst <= static_cast<long>(window));
   }
+}
+
+TEST_CASE("throttling: with the runners behind, the inserting thread runs ready tasks itself, errors included") {
+  // The only runner is held by the first task, so ready tasks pile up; past 64 per worker, an
+  // insertion runs its own task at once instead of queueing it.
+  tessera::runtime rt({.workers = 2});
+  const auto inserter = std::this_thread::get_id();
+  std::atomic<bool> started{false}, release{false};
+  rt.task([&] {
+      started = true;
+      while (!release) std::this_thread::yield();
+    })
+      .write(rt.register_key(0))
+      .submit();
+  while (!started) std::this_thread::yield();
+
+  constexpr int tasks = 1000;
+  std::vector<int> ran(tasks, 0);
+  std::atomic<int> inline_runs{0};
+  const tessera::sequence failing = rt.make_sequence();  // its error cancels nothing queued
+  for (int i = 0; i < tasks; ++i) {
+    auto b = rt.task([&, i] {
+      ++ran[i];
+      if (std::this_thread::get_id() == inserter) ++inline_runs;
+      if (i == tasks - 1) throw std::runtime_error("thrown by a throttled task");
+    });
+    if (i == tasks - 1) b.in(failing);
+    b.read_write(rt.register_key(static_cast<std::uint64_t>(i + 1))).submit();
+  }
+  // All but the 128 queued ones ran during insertion, on this thread (the runner is still held).
+  CHECK(inline_runs.load() == tasks - 2 * 64);
+  release = true;
+  CHECK_THROWS_WITH_AS(rt.wait_all(), "thrown by a throttled task", std::runtime_error);
+  for (int i = 0; i < tasks; ++i) CHECK(ran[i] == 1);
+  rt.task([] {}).write(rt.register_key(0)).submit();  // still usable
+  rt.wait_all();
 }
 
 TEST_CASE("destroying a runtime with unreported errors and tasks in flight neither throws nor hangs") {

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -65,10 +66,54 @@ struct task_node;
 
 // A handle's reference to a task: no count is held. A task's node is recycled once it is done; a
 // reference whose id no longer matches its node's names a task that finished (nothing to wait for).
+// 16 bytes, so that a handle's usual hazard state (one writer, one reader) fits in one cache line.
 struct task_ref {
+  static constexpr std::uint64_t id_mask = (std::uint64_t(1) << 63) - 1;  // ids never get near 2^63
   task_node* node;
-  std::uint64_t id;
-  bool traced;
+  std::uint64_t id : 63;
+  std::uint64_t traced : 1;
+};
+static_assert(sizeof(task_ref) == 16);
+
+// The task references of one list of a handle (its writers, its readers since): the first is held
+// inline, any others in a vector allocated on first need. Most data have one writer and few
+// readers, so resolving an access reads the handle's own line and no buffer elsewhere (with 10^5
+// data, those buffers were each a cache miss).
+class ref_list {
+ public:
+  bool empty() const noexcept { return _size == 0; }
+  std::size_t size() const noexcept { return _size; }
+  const task_ref& back() const noexcept { return _size == 1 ? _first : _more->back(); }
+  void push_back(const task_ref& r) {
+    if (_size == 0) {
+      _first = r;
+    } else {
+      if (!_more) _more = std::make_unique<std::vector<task_ref>>();
+      _more->push_back(r);
+    }
+    ++_size;
+  }
+  void clear() noexcept {  // keeps the vector's capacity
+    if (_size > 1) _more->clear();
+    _size = 0;
+  }
+  void swap(ref_list& other) noexcept {
+    std::swap(_first, other._first);
+    _more.swap(other._more);
+    std::swap(_size, other._size);
+  }
+  template <class F>
+  void for_each(F&& f) const {
+    if (_size == 0) return;
+    f(_first);
+    if (_size > 1)
+      for (const task_ref& r : *_more) f(r);
+  }
+
+ private:
+  task_ref _first{nullptr, 0, 0};
+  std::unique_ptr<std::vector<task_ref>> _more;
+  std::uint32_t _size = 0;
 };
 
 // Where a datum's copies are and which are current (GPU backend). Changed by the GPU thread, and
@@ -83,15 +128,16 @@ struct copy_state {
   void* d2h_done = nullptr;    // ... to the host
 };
 
-struct handle_state {
-  // Hazard state first, on one cache line: resolving an access touches only this (and the lists'
-  // buffers). Touched only by the inserting thread.
-  std::vector<task_ref> writers;      // the last writer, or the members of the open accumulate group
-  std::vector<task_ref> readers;      // readers since the last write
+struct alignas(64) handle_state {
+  // Hazard state first, on one cache line: resolving an access touches only this (and, for a
+  // handle with several writers or readers, the lists' vectors). Touched only by the inserting
+  // thread. `accumulating` sits in the tail padding of `readers` (no_unique_address), inside the line.
+  ref_list writers;                           // the last writer, or the members of the open accumulate group
+  [[no_unique_address]] ref_list readers;     // readers since the last write
   bool accumulating = false;
-  bool gpu_touched = false;           // some task inserted so far ran on the GPU with it
+  bool gpu_touched = false;                   // some task inserted so far ran on the GPU with it
+  ref_list group_preds;                       // what the open accumulate group orders after
   std::uint64_t key = 0;
-  std::vector<task_ref> group_preds;  // what the open accumulate group orders after
   void* data = nullptr;
   std::size_t bytes = 0;
   // Shape for copies: runs of run_bytes, pitch apart (a 1-D datum is one run).
@@ -105,9 +151,21 @@ struct handle_state {
   std::mutex accumulate_mutex;
 };
 
-struct task_node {
-  // Hot fields first: inserting and running an ordinary task touches only these few cache lines.
+// The hot line holds writers, readers and the two flags: the flags must land in the padding.
+namespace hot_line_check {
+struct probe {
+  ref_list writers;
+  [[no_unique_address]] ref_list readers;
+  bool accumulating, gpu_touched;
+};
+static_assert(sizeof(probe) == 64 && alignof(handle_state) == 64);
+}  // namespace hot_line_check
+
+struct alignas(64) task_node {
   // Lifetime: from runtime::task to the end of complete(), which returns the node to the pool.
+  // A task handed to another core moves two lines there and back: line 0 (what both threads
+  // write) and line 1 (the body, with a small callable's captures). The inserting thread's own
+  // bookkeeping follows, on lines workers do not touch.
   // Unfinished predecessors, plus one until submit(): the task is ready when it reaches zero.
   std::atomic<int> pending{1};
   spinlock lock;                  // guards done and successors
@@ -118,13 +176,16 @@ struct task_node {
   device where = device::cpu;
   int priority = 0;
   unsigned stream = 0;            // a GPU task's stream
-  std::uint64_t id = 0;
   sequence_state* seq = nullptr;
-  handle_state* locality = nullptr;
-  task_node* last_linked_successor = nullptr;  // dedupes edges while a successor is being built
   std::vector<task_node*> successors;
+  alignas(64) task_fn body;       // line 1: its three pointers, then the inline captures
+
+  // Written by the inserting thread only (workers may read): a later task that finds this node
+  // in a handle's lists reads id without pulling a line from the core that ran the task.
+  std::uint64_t id = 0;
+  task_node* last_linked_successor = nullptr;  // dedupes edges while a successor is being built
+  handle_state* locality = nullptr;
   std::vector<handle_state*> written;          // for the locality hint and copy validity
-  task_fn body;
 
   // Cold: used by some tasks only (extras says so).
   std::vector<std::pair<handle_state*, access>> accesses;  // kept only with the GPU backend
@@ -163,5 +224,25 @@ struct task_node {
     }
   }
 };
+
+// Starts pulling a node's two shared lines (line 0 and the body's first line) into this core's
+// cache with write intent. Nodes and tasks move between cores; a thread about to use several of
+// them prefetches them so the transfers overlap instead of stalling one after another.
+inline void prefetch_for_write(const void* p) noexcept {
+#if defined(__x86_64__)
+  // PREFETCHW: GCC emits it for __builtin_prefetch(p, 1) only with -mprfchw, and otherwise a read
+  // prefetch, after which the first store still waits for the other core to give the line up.
+  // Every x86-64 CPU runs it (those without it as a no-op).
+  asm volatile("prefetchw %0" : : "m"(*static_cast<const char*>(p)));
+#else
+  __builtin_prefetch(p, 1, 3);
+#endif
+}
+
+inline void prefetch_node(const task_node* t) noexcept {
+  constexpr std::size_t hot_lines = 2;  // line 0 and the body's line (see task_node)
+  const char* p = reinterpret_cast<const char*>(t);
+  for (std::size_t l = 0; l < hot_lines; ++l) prefetch_for_write(p + 64 * l);
+}
 
 }  // namespace tessera::detail

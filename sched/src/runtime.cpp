@@ -57,6 +57,10 @@ void allow_parallelism(unsigned threads) {
 
 constexpr std::size_t scratch_align = 64;
 
+// How far ahead the inserting thread prefetches the nodes it will reuse: enough transfers in
+// flight to cover a slow core-to-core round trip (about 0.4 us in one state of the 2-core VM).
+constexpr std::size_t prefetch_distance = 8;
+
 std::size_t align_up(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
 
 }  // namespace
@@ -66,6 +70,7 @@ runtime_impl::runtime_impl(const runtime_options& options)
       window(options.window ? options.window : 1),
       log(make_logger()),
       log_debug(log->should_log(spdlog::level::debug)),
+      help_backlog(64 * std::size_t(workers)),
       max_runners(workers - 1) {
   // The inserting thread is worker 0 and helps when it waits; oneTBB supplies workers - 1 threads.
   if (workers > 1) {
@@ -107,13 +112,19 @@ task_node* runtime_impl::new_task() {
   if (open_builder)
     throw std::logic_error("tessera::runtime::task: another task is still being built; submit() it first");
   if (pool_local.empty()) {
-    std::lock_guard lock(pool_lock);
-    pool_local.swap(pool_shared);
+    {
+      std::lock_guard lock(pool_lock);
+      pool_local.swap(pool_shared);
+    }
+    // Mostly nodes that workers finished, their lines in other cores' caches.
+    for (std::size_t i = 1; i <= std::min(pool_local.size(), prefetch_distance); ++i)
+      prefetch_node(pool_local[pool_local.size() - i]);
   }
   task_node* t;
   if (!pool_local.empty()) {
     t = pool_local.back();
     pool_local.pop_back();
+    if (pool_local.size() >= prefetch_distance) prefetch_node(pool_local[pool_local.size() - prefetch_distance]);
   } else {
     all_nodes.push_back(std::make_unique<task_node>());
     t = all_nodes.back().get();
@@ -147,8 +158,8 @@ void runtime_impl::link(const task_ref& ref, task_node* succ, hazard kind) {
 }
 
 namespace {
-void hold(std::vector<task_ref>& list, task_node* t) { list.push_back({t, t->id, t->traced}); }
-bool last_is(const std::vector<task_ref>& list, const task_node* t) { return !list.empty() && list.back().id == t->id; }
+void hold(ref_list& list, task_node* t) { list.push_back({t, t->id & task_ref::id_mask, t->traced}); }
+bool last_is(const ref_list& list, const task_node* t) { return !list.empty() && list.back().id == t->id; }
 }  // namespace
 
 void runtime_impl::add_access(task_node* t, handle_state* h, access mode) {
@@ -157,42 +168,40 @@ void runtime_impl::add_access(task_node* t, handle_state* h, access mode) {
     t->extras = true;
     t->accesses.emplace_back(h, mode);
   }
-  auto drop_all = [](std::vector<task_ref>& list) { list.clear(); };
+  auto link_all = [&](const ref_list& list, hazard kind) { list.for_each([&](const task_ref& r) { link(r, t, kind); }); };
   switch (mode) {
     case access::read:
-      for (const task_ref& w : h->writers) link(w, t, hazard::raw);
+      link_all(h->writers, hazard::raw);
       if (h->accumulating) {  // the group is closed: later accesses order after all its members
         h->accumulating = false;
-        drop_all(h->group_preds);
+        h->group_preds.clear();
       }
       if (!last_is(h->readers, t)) hold(h->readers, t);
       break;
     case access::write:
     case access::read_write:
-      if (!h->readers.empty()) {
-        for (const task_ref& r : h->readers) link(r, t, hazard::war);
-      } else {
-        const hazard kind = mode == access::write ? hazard::waw : hazard::raw;
-        for (const task_ref& w : h->writers) link(w, t, kind);
+      if (!h->readers.empty()) link_all(h->readers, hazard::war);
+      else link_all(h->writers, mode == access::write ? hazard::waw : hazard::raw);
+      h->readers.clear();
+      h->writers.clear();
+      if (h->accumulating) {  // group_preds is empty unless a group is open
+        h->accumulating = false;
+        h->group_preds.clear();
       }
-      drop_all(h->readers);
-      drop_all(h->writers);
-      drop_all(h->group_preds);
-      h->accumulating = false;
       hold(h->writers, t);
       t->written.push_back(h);
       break;
     case access::accumulate:
       if (!h->accumulating) {
         // A new group: it orders after the last writer and the readers since.
-        drop_all(h->group_preds);
+        h->group_preds.clear();
         if (!h->readers.empty()) h->group_preds.swap(h->readers);
         else h->group_preds.swap(h->writers);
-        drop_all(h->readers);
-        drop_all(h->writers);
+        h->readers.clear();
+        h->writers.clear();
         h->accumulating = true;
       }
-      for (const task_ref& p : h->group_preds) link(p, t, hazard::accumulate);
+      link_all(h->group_preds, hazard::accumulate);
       if (!last_is(h->writers, t)) {
         hold(h->writers, t);
         t->extras = true;
@@ -226,7 +235,14 @@ void runtime_impl::submit(task_node* t) {
   // so a plain store does, without the full fence of a locked instruction.
   if (t->pending.load(std::memory_order_acquire) == 1) {
     t->pending.store(0, std::memory_order_relaxed);
-    make_ready(t, true);
+    // Throttling (as LLVM's OpenMP runtime does when a thread's task deque is full): with
+    // help_backlog ready tasks already waiting, the runners are behind, so this one runs here at
+    // once, still hot in this core's cache, and costs no hand-off.
+    if (t->where == device::cpu && !t->via_gpu_thread && t->priority == 0 && !t->locality &&
+        submitted_ready.backlog_at_least(help_backlog))
+      execute(t, 0);
+    else
+      make_ready(t, true);
   } else if (t->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     make_ready(t, true);
   }
@@ -285,22 +301,29 @@ void runtime_impl::runner_loop() {
   task_node* batch[batch_max];
   std::size_t have = 0, next = 0;
   // This runner's mailbox first, then a share of the ready queue, then other mailboxes.
-  auto take = [&]() -> task_node* {
+  // A runner that has just run out of work takes tasks the inserting thread submits only several
+  // at a time: taking each as it appears would pull the ring's tail line (and the task's lines)
+  // across cores once per task, and on x86 every such pull stalls the inserting thread's later
+  // stores (they commit in order). After ring_patience idle polls (a few microseconds), any will do.
+  constexpr int ring_patience = 16;
+  constexpr std::size_t ring_min_batch = 8;
+  auto take = [&](int idle) -> task_node* {
     if (next < have) return batch[next++];
     if (task_node* t = worker_states[me]->mailbox.pop()) return t;
     next = 0;
     // Tasks released by completions (older, often on the critical path) before new insertions.
     have = ready.pop_batch(batch, batch_max, workers);
-    if (!have) have = submitted_ready.pop(batch, batch_max, workers);
+    if (!have) have = submitted_ready.pop(batch, batch_max, workers, idle < ring_patience ? ring_min_batch : 1);
+    for (std::size_t i = 1; i < have; ++i) prefetch_node(batch[i]);  // written by the inserting thread
     if (have) return batch[next++];
-    return pop_for(me);
+    return pop_for(me, idle < ring_patience ? ring_min_batch : 1);
   };
   for (;;) {
     // Stay a little while idle before leaving: inserting code usually makes the next task ready
     // within microseconds, and waking a sleeping oneTBB worker costs tens of them.
     auto idle_since = std::chrono::steady_clock::now();
     for (int idle = 0;; ++idle) {
-      if (task_node* t = take()) {
+      if (task_node* t = take(idle)) {
         execute(t, me);
         idle = 0;
         continue;
@@ -332,11 +355,11 @@ void runtime_impl::runner_loop() {
   }
 }
 
-task_node* runtime_impl::pop_for(unsigned worker) {
+task_node* runtime_impl::pop_for(unsigned worker, std::size_t ring_min) {
   if (task_node* t = worker_states[worker]->mailbox.pop()) return t;
   if (task_node* t = ready.pop()) return t;
   task_node* t = nullptr;
-  if (submitted_ready.pop(&t, 1, workers)) return t;
+  if (submitted_ready.pop(&t, 1, workers, ring_min)) return t;
   for (unsigned w = 0; w < workers; ++w)  // steal what a busy worker was hinted
     if (w != worker)
       if (task_node* v = worker_states[w]->mailbox.pop()) return v;

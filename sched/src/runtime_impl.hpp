@@ -105,11 +105,12 @@ class submit_ring {
     return true;
   }
 
-  std::size_t pop(task_node** out, std::size_t max, unsigned consumers) {
+  // Claims up to max tasks, if at least min wait.
+  std::size_t pop(task_node** out, std::size_t max, unsigned consumers, std::size_t min = 1) {
     std::size_t head = _head.load(std::memory_order_acquire);
     for (;;) {
       const std::size_t tail = _tail.load(std::memory_order_acquire);
-      if (head >= tail) return 0;
+      if (head >= tail || tail - head < min) return 0;
       const std::size_t n = std::min({max, tail - head, std::max<std::size_t>(1, (tail - head) / (2 * consumers))});
       // Read before claiming: the producer reuses a slot only once the head has passed it, and
       // only a successful claim below moves the head past these.
@@ -120,6 +121,15 @@ class submit_ring {
 
   bool empty() const {
     return _head.load(std::memory_order_acquire) >= _tail.load(std::memory_order_acquire);
+  }
+
+  // The producer's view: at least n tasks wait. Reads the consumers' head only when the last look
+  // at it allows that many, so a short backlog costs no cache-line transfer.
+  bool backlog_at_least(std::size_t n) {  // the inserting thread only
+    const std::size_t tail = _tail.load(std::memory_order_relaxed);
+    if (tail - _head_seen < n) return false;
+    _head_seen = _head.load(std::memory_order_acquire);
+    return tail - _head_seen >= n;
   }
 
  private:
@@ -153,7 +163,7 @@ struct runtime_impl {
   void make_ready(task_node* t, bool by_inserter = false);
   void spawn_runner();
   void runner_loop();
-  task_node* pop_for(unsigned worker);
+  task_node* pop_for(unsigned worker, std::size_t ring_min = 1);
   void execute(task_node* t, unsigned worker);
   void complete(task_node* t, unsigned worker);
   void recycle(task_node* t, unsigned worker);  // back to the pool once done
@@ -184,6 +194,11 @@ struct runtime_impl {
   std::atomic<unsigned> active_runners{0};
   std::atomic<unsigned> live_runners{0};      // enqueued or running runner_loops; the destructor waits for 0
   std::atomic<bool> locality_used{false};     // some task gave a locality hint: record writers
+  // Ready tasks waiting in submitted_ready beyond which the inserting thread runs a task that is
+  // ready at insertion itself instead of handing it over (64 per worker, like libgomp's bound on
+  // its task queue): when the runners fall behind (tasks shorter than a hand-off between cores),
+  // this keeps the backlog, the nodes in flight and the cores' shared lines few.
+  std::size_t help_backlog;
   unsigned linger_us = 200;  // how long an idle runner polls before it leaves (TESSERA_LINGER_US)
   unsigned max_runners;
 
