@@ -36,7 +36,6 @@ void factor_and_check(int m, int n, int nb, int ib, unsigned workers, const tess
   CAPTURE(options.row_pipelined);
   CAPTURE(options.split_next);
   CAPTURE(options.gpu_rows);
-  CAPTURE(options.gpu_groups);
   CHECK(res.qr < 60);
   CHECK(res.orth < 60);
   CHECK(ticks.load() == tessera::qr::hybrid_task_count(f.mt(), f.nt(), options));
@@ -58,7 +57,6 @@ TEST_CASE("hybrid QR: shapes, precisions, lookaheads, GPU task shapes") {
         o.row_pipelined = variant != 1;
         o.split_next = variant != 2;
         if (variant == 3) o.gpu_rows = 3;  // groups that leave a remainder; variant 0: the default
-        if (variant == 2) o.gpu_groups = 3;  // reflector groups, unequal when nb % 3 != 0
         factor_and_check<double>(s.m, s.n, s.nb, s.ib, 3, o);
         factor_and_check<float>(s.m, s.n, s.nb, s.ib, 2, o);
       }

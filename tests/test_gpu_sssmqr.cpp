@@ -343,12 +343,8 @@ TEST_CASE_TEMPLATE("gpu_sssmqr equals a loop of LAPACK TPMQRT down a panel", T, 
     blas b;
     dev<T> dP(P), dT(Tall);
     const double tol = tolerance<T>(rows + s.kk) * std::sqrt(double(s.count));
-    // Variants 0-2 and 4 also with the reflectors in groups (3: of unequal sizes when kk is not
-    // a multiple); 3 is the ib-blocked baseline.
-    for (int variant = 0; variant < 5; ++variant)
-    for (int groups = 1; groups <= (variant == 3 ? 1 : 3); ++groups) {
+    for (int variant = 0; variant < 5; ++variant) {
       CAPTURE(variant);
-      CAPTURE(groups);
       dev<T> dB(B);
       T* A1 = dB.p;
       T* A2 = dB.p + s.nb;
@@ -361,7 +357,7 @@ TEST_CASE_TEMPLATE("gpu_sssmqr equals a loop of LAPACK TPMQRT down a panel", T, 
                                         gpu_sssmqr_apply_workspace_size(2, s.kk, s.n));
         dev<T> work(lwork);
         gpu_sssmqr<T>(s.count, s.nb, s.m_last, s.n, s.kk, s.ib, A1, B.ld, A2, B.ld, dP.p, P.ld, dT.p,
-                      ldt, strideT, work.p, lwork, b.h, groups);
+                      ldt, strideT, work.p, lwork, b.h);
       } else if (variant <= 2) {
         // Prepared factors reused over two column ranges; variant 1 batches the rows, variant 2
         // has room for one row, and its second range's A1 is a copy of tile row k with another
@@ -370,16 +366,16 @@ TEST_CASE_TEMPLATE("gpu_sssmqr equals a loop of LAPACK TPMQRT down a panel", T, 
         dev<T> pw(gpu_sssmqr_prepare_workspace_size(s.count, s.kk));
         dev<T> work(gpu_sssmqr_apply_workspace_size(variant == 1 ? s.count : 1, s.kk, s.n));
         gpu_sssmqr_prepare<T>(s.count, s.nb, s.m_last, s.kk, s.ib, dP.p, P.ld, dT.p, ldt, strideT,
-                              factors.p, pw.p, pw.n, b.h, groups);
+                              factors.p, pw.p, pw.n, b.h);
         const int n1 = s.n / 2;
         gpu_sssmqr_apply<T>(s.count, s.nb, s.m_last, n1, s.kk, A1, B.ld, A2, B.ld, dP.p, P.ld,
-                            factors.p, work.p, work.n, b.h, groups);
+                            factors.p, work.p, work.n, b.h);
         T* A1r = A1 + std::size_t(n1) * B.ld;
         T* A2r = A2 + std::size_t(n1) * B.ld;
         const int n2 = s.n - n1;
         if (variant == 1) {
           gpu_sssmqr_apply<T>(s.count, s.nb, s.m_last, n2, s.kk, A1r, B.ld, A2r, B.ld, dP.p, P.ld,
-                              factors.p, work.p, work.n, b.h, groups);
+                              factors.p, work.p, work.n, b.h);
         } else {
           const int ld1 = s.kk + 5;
           dev<T> top(std::size_t(ld1) * std::max(n2, 1));
@@ -388,7 +384,7 @@ TEST_CASE_TEMPLATE("gpu_sssmqr equals a loop of LAPACK TPMQRT down a panel", T, 
           cuda_ok(cudaMemcpy2DAsync(top.p, sizeof(T) * ld1, A1r, sizeof(T) * B.ld, sizeof(T) * s.kk, n2,
                                     cudaMemcpyDeviceToDevice, b.s));
           gpu_sssmqr_apply<T>(s.count, s.nb, s.m_last, n2, s.kk, top.p, ld1, A2r, B.ld, dP.p, P.ld,
-                              factors.p, work.p, work.n, b.h, groups);
+                              factors.p, work.p, work.n, b.h);
           cuda_ok(cudaMemcpy2DAsync(A1r, sizeof(T) * B.ld, top.p, sizeof(T) * ld1, sizeof(T) * s.kk,
                                     n2, cudaMemcpyDeviceToDevice, b.s));
           b.sync();

@@ -118,7 +118,6 @@ struct options {
   int n = 32768, nb = 256, ib = 32, runs = 5, gemm_size = 8192;
   std::string precision = "both";
   std::vector<int> steps;
-  std::vector<int> groups{tessera::kernels::gpu_sssmqr_groups};  // reflector groups to time
   bool all_steps = false, json = false, blocked = true, explore = false, gemm_shapes = false;
   std::string plot;
 };
@@ -302,53 +301,49 @@ void run_precision(const options& o, gpu& g) {
   const auto Vp = [&](const step& s) { return P.p + std::size_t(s.k + 1) * nb; };
   const std::ptrdiff_t strideT = std::ptrdiff_t(ibl) * nb;
 
-  const auto sssmqr = [&](const step& s, int groups) {
+  const auto sssmqr = [&](const step& s) {
     gpu_sssmqr<T>(s.count, nb, s.m_last, s.cols, s.kk, o.ib, A1(s), N, A2(s), N, Vp(s), N, Tt.p,
-                  ibl, strideT, work.p, work.n, g.h, groups);
+                  ibl, strideT, work.p, work.n, g.h);
   };
   const auto gflops = [](const step& s, double ms) { return s.flops / (ms * 1e6); };
 
   if (o.all_steps) {
-    std::vector<tessera::bench::series> lines;
-    for (const int groups : o.groups) {
     double total_ms = 0, total_flops = 0;
     tessera::bench::series per_step{std::string(letter<T>()) == "s" ? "SSSMQR single" : "SSSMQR double", {}, {}};
-    if (o.groups.size() > 1) per_step.name += ", " + std::to_string(groups) + " group" + (groups > 1 ? "s" : "");
     if (!o.json)
-      std::printf("\n%s: gpu_sssmqr at every step, n=%d nb=%d ib=%d groups=%d (median of %d)\n"
-                  "%6s %7s %7s %10s %10s %8s\n", letter<T>(), N, nb, o.ib, groups, o.runs, "k", "rows",
+      std::printf("\n%s: gpu_sssmqr at every step, n=%d nb=%d ib=%d (median of %d)\n"
+                  "%6s %7s %7s %10s %10s %8s\n", letter<T>(), N, nb, o.ib, o.runs, "k", "rows",
                   "cols", "time_ms", "GFLOP/s", "of_gemm");
     for (int k = 0; k + 1 < mt; ++k) {
       const step s = make_step(k);
-      const double ms = g.median_ms(o.runs, [&] { sssmqr(s, groups); });
+      const double ms = g.median_ms(o.runs, [&] { sssmqr(s); });
       total_ms += ms;
       total_flops += s.flops;
       per_step.x.push_back(k);
       per_step.y.push_back(gflops(s, ms));
       if (o.json)
         std::printf("{\"bench\":\"sssmqr_step\",\"precision\":\"%s\",\"n\":%d,\"nb\":%d,\"ib\":%d,"
-                    "\"groups\":%d,\"k\":%d,\"rows\":%d,\"cols\":%d,\"time_ms\":%.4f,\"gflops\":%.1f}\n",
-                    letter<T>(), N, nb, o.ib, groups, k, s.rows, s.cols, ms, gflops(s, ms));
+                    "\"k\":%d,\"rows\":%d,\"cols\":%d,\"time_ms\":%.4f,\"gflops\":%.1f}\n",
+                    letter<T>(), N, nb, o.ib, k, s.rows, s.cols, ms, gflops(s, ms));
       else
         std::printf("%6d %7d %7d %10.3f %10.0f %7.0f%%\n", k, s.rows, s.cols, ms, gflops(s, ms),
                     gemm_gflops > 0 ? 100 * gflops(s, ms) / gemm_gflops : 0.0);  // 0%: --gemm 0
     }
     if (o.json)
       std::printf("{\"bench\":\"sssmqr_total\",\"precision\":\"%s\",\"n\":%d,\"nb\":%d,\"ib\":%d,"
-                  "\"groups\":%d,\"time_ms\":%.3f,\"gflops\":%.1f}\n", letter<T>(), N, nb, o.ib, groups,
-                  total_ms, total_flops / (total_ms * 1e6));
+                  "\"time_ms\":%.3f,\"gflops\":%.1f}\n", letter<T>(), N, nb, o.ib, total_ms,
+                  total_flops / (total_ms * 1e6));
     else
-      std::printf("all steps, groups=%d: %.1f ms of GPU update, %.0f GFLOP/s overall\n", groups,
-                  total_ms, total_flops / (total_ms * 1e6));
-    lines.push_back(per_step);
-    }
+      std::printf("all steps: %.1f ms of GPU update, %.0f GFLOP/s overall\n", total_ms,
+                  total_flops / (total_ms * 1e6));
     if (!o.plot.empty()) {
       // One file per precision: FILE.svg becomes FILE-d.svg / FILE-s.svg.
       std::string path = o.plot;
       const auto dot = path.rfind('.');
       path.insert(dot == std::string::npos ? path.size() : dot, std::string("-") + letter<T>());
+      std::vector<tessera::bench::series> lines{per_step};
       if (gemm_gflops > 0)
-        lines.push_back({"cuBLAS gemm " + std::to_string(o.gemm_size) + "^3", {lines[0].x.front(), lines[0].x.back()},
+        lines.push_back({"cuBLAS gemm " + std::to_string(o.gemm_size) + "^3", {per_step.x.front(), per_step.x.back()},
                          {gemm_gflops, gemm_gflops}});
       tessera::bench::write_line_chart(path, "aggregated SSSMQR per step k, n=" + std::to_string(N) + " nb=" +
                                                  std::to_string(nb) + " ib=" + std::to_string(o.ib),
@@ -390,9 +385,7 @@ void run_precision(const options& o, gpu& g) {
   };
   for (const int k : ks) {
     const step s = make_step(k);
-    for (const int groups : o.groups)
-      report(s, groups == 1 ? "sssmqr" : "sssmqr, " + std::to_string(groups) + " groups",
-             g.median_ms(o.runs, [&] { sssmqr(s, groups); }));
+    report(s, "sssmqr", g.median_ms(o.runs, [&] { sssmqr(s); }));
     // Its two parts: the factors of every TSQRT (once per step), then the GEMM sweep.
     T* factors = work.p;
     const std::size_t fsize = gpu_sssmqr_factors_size(s.count, nb, s.kk);
@@ -478,8 +471,6 @@ int main(int argc, char** argv) {
   app.add_option("--ib", o.ib, "inner block size")->check(CLI::PositiveNumber);
   app.add_option("--runs", o.runs, "timed runs per measurement (median)")->check(CLI::PositiveNumber);
   app.add_option("--precision", o.precision, "d, s or both")->check(CLI::IsMember({"d", "s", "both"}));
-  std::string groups;
-  app.add_option("--groups", groups, "comma-separated reflector groups to time gpu_sssmqr with (default: the library's)");
   app.add_option("--steps", steps, "comma-separated steps k to measure (default: 0, mt/4, mt/2, 3mt/4, 7mt/8)");
   app.add_option("--gemm", o.gemm_size, "order of the cuBLAS GEMM baseline (0: none)")->check(CLI::NonNegativeNumber);
   app.add_flag("--all-steps", o.all_steps, "time gpu_sssmqr at every step k (Figure 7b)");
@@ -491,9 +482,6 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     o.steps = parse_list(steps);
-    if (!groups.empty()) o.groups = parse_list(groups);
-    for (const int gr : o.groups)
-      if (gr < 1) throw std::invalid_argument("--groups: " + std::to_string(gr) + " is not a group count (at least 1)");
 
     int dev_id = 0;
     cudaDeviceProp prop{};

@@ -90,40 +90,35 @@ void gram(const char* kernel, int count, int nb, int m_last, int kk, const T* V,
 }
 
 template <class T>
-void make_factors(const char* kernel, int count, int nb, int m_last, int kk, int ib, int width,
-                  const T* V, int ldv, const T* Tb, int ldt, std::ptrdiff_t strideT, T* Z, T* G,
+void make_factors(const char* kernel, int count, int nb, int m_last, int kk, int ib, const T* V,
+                  int ldv, const T* Tb, int ldt, std::ptrdiff_t strideT, T* Z, T* G,
                   cublasHandle_t h, cudaStream_t stream) {
   const int ldz = kk + nb;
   const long long zsize = static_cast<long long>(ldz) * kk;
   gram(kernel, count, nb, m_last, kk, V, ldv, G, h);
   build_full_t(kernel, count, kk, ib, G, Tb, ldt, strideT, Z, ldz, zsize, true, stream);
-  // V_ig T_ig^T below each diagonal block T_ig^T (over the part of T_i^T the groups do not use),
-  // one batched GEMM per group for the full tile rows.
+  // V_i T_i^T below T_i^T, one batched GEMM for the full tile rows.
   const int full = m_last == nb ? count : count - 1;
-  for (int c = 0; c < kk; c += width) {
-    const int w = kk - c < width ? kk - c : width;
-    const std::ptrdiff_t block = static_cast<std::ptrdiff_t>(c) * ldz + c;
-    const T* Vg = V + static_cast<std::ptrdiff_t>(c) * ldv;
-    if (full > 0)
-      check(kernel, "gemm_strided (V T^T)",
-            gemm_strided(h, CUBLAS_OP_N, CUBLAS_OP_N, nb, w, w, T(1), Vg, ldv, nb, Z + block, ldz,
-                         zsize, T(0), Z + block + w, ldz, zsize, full));
-    if (full < count) {
-      T* Zl = Z + (count - 1) * zsize + block;
-      check(kernel, "gemm (V T^T)",
-            gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m_last, w, w, T(1),
-                 Vg + static_cast<std::ptrdiff_t>(count - 1) * nb, ldv, Zl, ldz, T(0), Zl + w, ldz));
-    }
+  if (full > 0)
+    check(kernel, "gemm_strided (V T^T)",
+          gemm_strided(h, CUBLAS_OP_N, CUBLAS_OP_N, nb, kk, kk, T(1), V, ldv, nb, Z, ldz, zsize,
+                       T(0), Z + kk, ldz, zsize, full));
+  if (full < count) {
+    T* Zl = Z + (count - 1) * zsize;
+    check(kernel, "gemm (V T^T)",
+          gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m_last, kk, kk, T(1),
+               V + static_cast<std::ptrdiff_t>(count - 1) * nb, ldv, Zl, ldz, T(0), Zl + kk, ldz));
   }
 }
 
 namespace {
 
-// One TSQRT's update (or one group's), Z_i = [T_i^T; V_i T_i^T] with leading dimension ldz, W: kk x n. Three kernels: W = A1 (copy), W += V^T A2, then A1 and A2 as the
+// One TSQRT's update, W: kk x n. Three kernels: W = A1 (copy), W += V^T A2, then A1 and A2 as the
 // two members of one strided batch when the shapes allow.
 template <class T>
-void apply_one(const char* kernel, int m, int n, int kk, int ldz, T* A1, int lda1, T* A2i, int lda2,
+void apply_one(const char* kernel, int m, int n, int kk, int nb, T* A1, int lda1, T* A2i, int lda2,
                const T* Vi, int ldv, const T* Zi, T* W, cublasHandle_t h, cudaStream_t stream) {
+  const int ldz = kk + nb;
   check(kernel, "cudaMemcpy2DAsync (W = A1)",
         cudaMemcpy2DAsync(W, sizeof(T) * kk, A1, sizeof(T) * lda1, sizeof(T) * kk, n,
                           cudaMemcpyDeviceToDevice, stream));
@@ -145,18 +140,16 @@ void apply_one(const char* kernel, int m, int n, int kk, int ldz, T* A1, int lda
   }
 }
 
-// Rows [0, count) of one batch (kk reflectors each: a whole TSQRT or one group of its reflectors;
-// Z_i = [T_i^T; V_i T_i^T] at Z + i*zsize, leading dimension ldz), W: count x (kk x n).
-// Only the A1 chain is sequential:
+// Rows [0, count) of one batch, W: count x (kk x n). Only the A1 chain is sequential:
 //   W_i = V_i^T A2_i        all i, one strided batch (A2_i and V_i are nb rows apart)
 //   W_i += A1; A1 -= T_i^T W_i     i in order
 //   A2_i -= (V_i T_i^T) W_i  all i, one strided batch
 // The last row, when shorter (m_last < nb), gets GEMMs of its own.
 template <class T>
-void apply_batch(const char* kernel, int count, int nb, int m_last, int n, int kk, int ldz,
-                 long long zsize, T* A1, int lda1, T* A2, int lda2, const T* V, int ldv, const T* Z,
-                 T* W, cublasHandle_t h) {
-  const long long wsize = static_cast<long long>(kk) * n;
+void apply_batch(const char* kernel, int count, int nb, int m_last, int n, int kk, T* A1, int lda1,
+                 T* A2, int lda2, const T* V, int ldv, const T* Z, T* W, cublasHandle_t h) {
+  const int ldz = kk + nb;
+  const long long zsize = static_cast<long long>(ldz) * kk, wsize = static_cast<long long>(kk) * n;
   const int full = m_last == nb ? count : count - 1;
   const std::ptrdiff_t last = static_cast<std::ptrdiff_t>(count - 1) * nb;
   if (full > 0)
@@ -187,25 +180,20 @@ void apply_batch(const char* kernel, int count, int nb, int m_last, int n, int k
 }  // namespace
 
 template <class T>
-void apply_factors(const char* kernel, int count, int nb, int m_last, int n, int kk, int width,
-                   T* A1, int lda1, T* A2, int lda2, const T* V, int ldv, const T* Z, T* W,
-                   int batch, cublasHandle_t h, cudaStream_t stream) {
-  const int ldz = kk + nb;
-  const long long zsize = static_cast<long long>(ldz) * kk;
+void apply_factors(const char* kernel, int count, int nb, int m_last, int n, int kk, T* A1,
+                   int lda1, T* A2, int lda2, const T* V, int ldv, const T* Z, T* W, int batch,
+                   cublasHandle_t h, cudaStream_t stream) {
+  const std::ptrdiff_t zsize = static_cast<std::ptrdiff_t>(kk + nb) * kk;
   for (int i0 = 0; i0 < count; i0 += batch) {
     const int rows = count - i0 < batch ? count - i0 : batch;
     const std::ptrdiff_t r = static_cast<std::ptrdiff_t>(i0) * nb;
     const int m_end = i0 + rows == count ? m_last : nb;
-    for (int c = 0; c < kk; c += width) {
-      const int w = kk - c < width ? kk - c : width;
-      const T* Zg = Z + i0 * zsize + static_cast<std::ptrdiff_t>(c) * ldz + c;
-      const T* Vg = V + r + static_cast<std::ptrdiff_t>(c) * ldv;
-      if (rows == 1)
-        apply_one(kernel, m_end, n, w, ldz, A1 + c, lda1, A2 + r, lda2, Vg, ldv, Zg, W, h, stream);
-      else
-        apply_batch(kernel, rows, nb, m_end, n, w, ldz, zsize, A1 + c, lda1, A2 + r, lda2, Vg, ldv,
-                    Zg, W, h);
-    }
+    if (rows == 1)
+      apply_one(kernel, m_end, n, kk, nb, A1, lda1, A2 + r, lda2, V + r, ldv, Z + i0 * zsize, W, h,
+                stream);
+    else
+      apply_batch(kernel, rows, nb, m_end, n, kk, A1, lda1, A2 + r, lda2, V + r, ldv,
+                  Z + i0 * zsize, W, h);
   }
 }
 
@@ -234,10 +222,9 @@ void apply_blocked(const char* kernel, int m, int n, int kk, int ib, T* A1, int 
 
 #define TESSERA_ENGINE_INSTANTIATE(T)                                                              \
   template void gram<T>(const char*, int, int, int, int, const T*, int, T*, cublasHandle_t);      \
-  template void make_factors<T>(const char*, int, int, int, int, int, int, const T*, int,         \
-                                const T*, int, std::ptrdiff_t, T*, T*, cublasHandle_t,            \
-                                cudaStream_t);                                                    \
-  template void apply_factors<T>(const char*, int, int, int, int, int, int, T*, int, T*, int,     \
+  template void make_factors<T>(const char*, int, int, int, int, int, const T*, int, const T*,    \
+                                int, std::ptrdiff_t, T*, T*, cublasHandle_t, cudaStream_t);       \
+  template void apply_factors<T>(const char*, int, int, int, int, int, T*, int, T*, int,          \
                                  const T*, int, const T*, T*, int, cublasHandle_t, cudaStream_t); \
   template void apply_blocked<T>(const char*, int, int, int, int, T*, int, T*, int, const T*, int, \
                                  const T*, int, T*, int, cublasHandle_t, cudaStream_t);

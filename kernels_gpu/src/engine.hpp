@@ -76,28 +76,21 @@ void unit_lower_copy(const char* kernel, int m, int k, const T* V, int ldv, T* V
                      cudaStream_t stream);
 
 // --- the update as GEMMs -----------------------------------------------------------------------
-// Prepared factors of count TSQRTs, for the kk reflectors of each applied in groups of `width`
-// (columns [c, c + w) of V_i, w = min(width, kk - c)): Z_ig = [T_ig^T; V_ig T_ig^T] ((w + m_i) x w)
-// with T_ig the diagonal block of the full T_i for those columns, at Z + i*(kk + nb)*kk + c*ldz + c,
-// leading dimension ldz = kk + nb (width >= kk: one group, Z_i = [T_i^T; V_i T_i^T]).
-// G: count*kk*kk elements of scratch.
+// Prepared factors of count TSQRTs: Z_i = [T_i^T; V_i T_i^T] ((kk + m_i) x kk, leading dimension
+// kk + nb, at Z + i*(kk + nb)*kk). G: count*kk*kk elements of scratch.
 template <class T>
-void make_factors(const char* kernel, int count, int nb, int m_last, int kk, int ib, int width,
-                  const T* V, int ldv, const T* Tb, int ldt, std::ptrdiff_t strideT, T* Z, T* G,
+void make_factors(const char* kernel, int count, int nb, int m_last, int kk, int ib, const T* V,
+                  int ldv, const T* Tb, int ldt, std::ptrdiff_t strideT, T* Z, T* G,
                   cublasHandle_t h, cudaStream_t stream);
 
 // For i = 0..count-1: W_i = A1 + V_i^T A2_i;  A1 -= T_i^T W_i;  A2_i -= (V_i T_i^T) W_i, in
 // batches of `batch` rows (W: batch x (kk x n)): in a batch, the V_i^T A2_i and the A2_i updates
 // are one strided-batched GEMM each, and only the A1 chain is sequential. batch 1: three kernels
 // per row, A1 and A2_i updated by one strided batch of 2 when the shapes allow.
-// With groups (width < kk, factors from make_factors with that width), each group of reflectors
-// is such an update of its own rows of A1, group after group within a batch: group g of row i
-// touches rows g of A1 and A2_i only, so it commutes with the groups of other rows, and the
-// executed flops fall from 6 kk^2 n per row to (4 + 2 w/kk) kk^2 n.
 template <class T>
-void apply_factors(const char* kernel, int count, int nb, int m_last, int n, int kk, int width,
-                   T* A1, int lda1, T* A2, int lda2, const T* V, int ldv, const T* Z, T* W,
-                   int batch, cublasHandle_t h, cudaStream_t stream);
+void apply_factors(const char* kernel, int count, int nb, int m_last, int n, int kk, T* A1,
+                   int lda1, T* A2, int lda2, const T* V, int ldv, const T* Z, T* W, int batch,
+                   cublasHandle_t h, cudaStream_t stream);
 
 // The ib-blocked baseline, LAPACK's sequence: for each diagonal block T_jj of the blocked T
 // (ib x kk, ldt), in order, W = A1_j + V_j^T A2; W = T_jj^T W (TRMM); A1_j -= W; A2 -= V_j W.

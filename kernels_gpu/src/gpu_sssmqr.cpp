@@ -85,8 +85,6 @@ int batch_rows(int count, int kk, int n, std::size_t lwork) {
   return static_cast<int>(std::clamp<std::size_t>(lwork / per_row, 1, static_cast<std::size_t>(
                                                                           std::clamp(count, 1, gpu_sssmqr_batch_rows))));
 }
-// Reflectors per group: groups of equal width but the last (at least 1 reflector each).
-int group_width(int kk, int groups) { return kk > 0 ? (kk + groups - 1) / groups : 1; }
 }  // namespace
 std::size_t gpu_sssmqr_blocked_workspace_size(int kk, int ib, int n) {
   return elems(detail::min_int(ib, kk), n);
@@ -95,45 +93,42 @@ std::size_t gpu_sssmqr_blocked_workspace_size(int kk, int ib, int n) {
 template <class T>
 void gpu_sssmqr_prepare(int count, int nb, int m_last, int kk, int ib, const T* V, int ldv,
                         const T* Tb, int ldt, std::ptrdiff_t strideT, T* factors, T* work,
-                        std::size_t lwork, cublasHandle_t handle, int groups) {
+                        std::size_t lwork, cublasHandle_t handle) {
   constexpr const char* kernel = "gpu_sssmqr_prepare";
   check_panel(kernel, count, nb, m_last, kk, V, ldv);
   check_t(kernel, count, kk, ib, Tb, ldt, strideT);
-  require_ge(kernel, "groups", groups, "1", 1);
   check_work(kernel, work, lwork, gpu_sssmqr_prepare_workspace_size(count, kk), handle);
   if (count == 0 || kk == 0) return;
   require_ptr(kernel, "factors", factors);
   detail::host_pointer_mode mode(kernel, handle);
-  detail::make_factors(kernel, count, nb, m_last, kk, ib, group_width(kk, groups), V, ldv, Tb, ldt,
-                       strideT, factors, work, handle, detail::stream_of(kernel, handle));
+  detail::make_factors(kernel, count, nb, m_last, kk, ib, V, ldv, Tb, ldt, strideT, factors, work,
+                       handle, detail::stream_of(kernel, handle));
 }
 
 template <class T>
 void gpu_sssmqr_apply(int count, int nb, int m_last, int n, int kk, T* A1, int lda1, T* A2,
                       int lda2, const T* V, int ldv, const T* factors, T* work,
-                      std::size_t lwork, cublasHandle_t handle, int groups) {
+                      std::size_t lwork, cublasHandle_t handle) {
   constexpr const char* kernel = "gpu_sssmqr_apply";
   check_panel(kernel, count, nb, m_last, kk, V, ldv);
   check_matrix(kernel, count, nb, m_last, n, kk, A1, lda1, A2, lda2);
-  require_ge(kernel, "groups", groups, "1", 1);
   check_work(kernel, work, lwork, gpu_sssmqr_apply_workspace_size(1, kk, n), handle);
   if (count == 0 || n == 0 || kk == 0) return;
   require_ptr(kernel, "factors", factors);
   detail::host_pointer_mode mode(kernel, handle);
-  detail::apply_factors(kernel, count, nb, m_last, n, kk, group_width(kk, groups), A1, lda1, A2,
-                        lda2, V, ldv, factors, work, batch_rows(count, kk, n, lwork), handle,
+  detail::apply_factors(kernel, count, nb, m_last, n, kk, A1, lda1, A2, lda2, V, ldv, factors,
+                        work, batch_rows(count, kk, n, lwork), handle,
                         detail::stream_of(kernel, handle));
 }
 
 template <class T>
 void gpu_sssmqr(int count, int nb, int m_last, int n, int kk, int ib, T* A1, int lda1, T* A2,
                 int lda2, const T* V, int ldv, const T* Tb, int ldt, std::ptrdiff_t strideT,
-                T* work, std::size_t lwork, cublasHandle_t handle, int groups) {
+                T* work, std::size_t lwork, cublasHandle_t handle) {
   constexpr const char* kernel = "gpu_sssmqr";
   check_panel(kernel, count, nb, m_last, kk, V, ldv);
   check_t(kernel, count, kk, ib, Tb, ldt, strideT);
   check_matrix(kernel, count, nb, m_last, n, kk, A1, lda1, A2, lda2);
-  require_ge(kernel, "groups", groups, "1", 1);
   const std::size_t fsize = gpu_sssmqr_factors_size(count, nb, kk);
   check_work(kernel, work, lwork,
              fsize + std::max(gpu_sssmqr_prepare_workspace_size(count, kk),
@@ -144,11 +139,10 @@ void gpu_sssmqr(int count, int nb, int m_last, int n, int kk, int ib, T* A1, int
   const cudaStream_t s = detail::stream_of(kernel, handle);
   T* factors = work;
   T* rest = work + fsize;
-  const int width = group_width(kk, groups);
-  detail::make_factors(kernel, count, nb, m_last, kk, ib, width, V, ldv, Tb, ldt, strideT, factors,
-                       rest, handle, s);
-  detail::apply_factors(kernel, count, nb, m_last, n, kk, width, A1, lda1, A2, lda2, V, ldv,
-                        factors, rest, batch_rows(count, kk, n, lwork - fsize), handle, s);
+  detail::make_factors(kernel, count, nb, m_last, kk, ib, V, ldv, Tb, ldt, strideT, factors, rest,
+                       handle, s);
+  detail::apply_factors(kernel, count, nb, m_last, n, kk, A1, lda1, A2, lda2, V, ldv, factors,
+                        rest, batch_rows(count, kk, n, lwork - fsize), handle, s);
 }
 
 template <class T>
@@ -174,12 +168,11 @@ void gpu_sssmqr_blocked(int count, int nb, int m_last, int n, int kk, int ib, T*
 
 #define TESSERA_SSSMQR_INSTANTIATE(T)                                                              \
   template void gpu_sssmqr_prepare<T>(int, int, int, int, int, const T*, int, const T*, int,      \
-                                      std::ptrdiff_t, T*, T*, std::size_t, cublasHandle_t, int);  \
+                                      std::ptrdiff_t, T*, T*, std::size_t, cublasHandle_t);       \
   template void gpu_sssmqr_apply<T>(int, int, int, int, int, T*, int, T*, int, const T*, int,     \
-                                    const T*, T*, std::size_t, cublasHandle_t, int);              \
+                                    const T*, T*, std::size_t, cublasHandle_t);                   \
   template void gpu_sssmqr<T>(int, int, int, int, int, int, T*, int, T*, int, const T*, int,      \
-                              const T*, int, std::ptrdiff_t, T*, std::size_t, cublasHandle_t,     \
-                              int);                                                               \
+                              const T*, int, std::ptrdiff_t, T*, std::size_t, cublasHandle_t);    \
   template void gpu_sssmqr_blocked<T>(int, int, int, int, int, int, T*, int, T*, int, const T*,   \
                                       int, const T*, int, std::ptrdiff_t, T*, std::size_t,        \
                                       cublasHandle_t);

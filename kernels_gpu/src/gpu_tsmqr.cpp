@@ -85,8 +85,8 @@ void gpu_tsmqr(int m, int n, int kk, int ib, T* A1, int lda1, T* A2, int lda2, c
   // gpu_sssmqr's factors and sweep with a single tile row of m rows.
   T* factors = work;
   T* rest = work + elems(kk + m, kk);
-  detail::make_factors(kernel, 1, m, m, kk, ib, kk, V, ldv, Tb, ldt, 0, factors, rest, handle, s);
-  detail::apply_factors(kernel, 1, m, m, n, kk, kk, A1, lda1, A2, lda2, V, ldv, factors, rest, 1,
+  detail::make_factors(kernel, 1, m, m, kk, ib, V, ldv, Tb, ldt, 0, factors, rest, handle, s);
+  detail::apply_factors(kernel, 1, m, m, n, kk, A1, lda1, A2, lda2, V, ldv, factors, rest, 1,
                         handle, s);
 }
 

@@ -95,9 +95,8 @@ template <class T>
 class gpu_update_tasks {
  public:
   gpu_update_tasks(runtime& rt, qr_factors<T>& f, const detail::tile_qr_tasks<T>& cpu,
-                   const hybrid_options& options)
-      : _rt(rt), _f(f), _cpu(cpu), _progress(options.progress), _nb(f.nb()), _ib(f.ib()),
-        _groups(options.gpu_groups) {
+                   std::atomic<std::uint64_t>* progress)
+      : _rt(rt), _f(f), _cpu(cpu), _progress(progress), _nb(f.nb()), _ib(f.ib()) {
     const tile_matrix<T>& a = f.a();
     _ldda = a.m();
     _lddt = f.t().m();
@@ -158,7 +157,7 @@ class gpu_update_tasks {
   void tsmqr(int k, int i0, int i1, int j0, int j1, int priority) {
     const tile_matrix<T>& a = _f.a();
     const int nk = a.tile_cols(k), n = columns(j0, j1), count = i1 - i0, m_last = a.tile_rows(i1 - 1);
-    const int nb = _nb, ib = _ib, ldda = _ldda, lddt = _lddt, groups = _groups;
+    const int nb = _nb, ib = _ib, ldda = _ldda, lddt = _lddt;
     T* a1 = tile_a(k, j0);
     T* a2 = tile_a(i0, j0);
     const T* v = tile_a(i0, k);
@@ -166,7 +165,7 @@ class gpu_update_tasks {
     auto b = _rt.task([=, this](task_context& ctx) {
       const std::size_t lwork = kernels::gpu_sssmqr_workspace_size(count, nb, nk, n);
       kernels::gpu_sssmqr(count, nb, m_last, n, nk, ib, a1, ldda, a2, ldda, v, ldda, tb, lddt,
-                          std::ptrdiff_t(ib), workspace(ctx, lwork), lwork, blas_of(ctx), groups);
+                          std::ptrdiff_t(ib), workspace(ctx, lwork), lwork, blas_of(ctx));
       detail::tick(_progress);
     });
     b.on(device::gpu);
@@ -202,7 +201,7 @@ class gpu_update_tasks {
   qr_factors<T>& _f;
   const detail::tile_qr_tasks<T>& _cpu;
   std::atomic<std::uint64_t>* _progress;
-  int _nb, _ib, _groups, _ldda = 0, _lddt = 0;
+  int _nb, _ib, _ldda = 0, _lddt = 0;
   T* _da = nullptr;
   T* _dt = nullptr;
   std::map<void*, std::pair<T*, std::size_t>> _work;
@@ -221,12 +220,11 @@ void geqrf_hybrid(runtime& rt, qr_factors<T>& f, const hybrid_options& options) 
   if (!rt.has_gpu()) detail::invalid(func, "the runtime has no GPU (runtime_options::gpu_streams)");
   detail::require_at_least(func, "lookahead", options.lookahead, 0);
   detail::require_at_least(func, "gpu_rows", options.gpu_rows, 1);
-  detail::require_at_least(func, "gpu_groups", options.gpu_groups, 1);
   const int mt = f.mt(), nt = f.nt(), kt = f.kt(), L = options.lookahead;
   blas_threads single(1);
   detail::tile_qr_tasks<T> cpu(rt, f, true, options.progress);
   {
-    gpu_update_tasks<T> gpu(rt, f, cpu, options);
+    gpu_update_tasks<T> gpu(rt, f, cpu, options.progress);
     for (int k = 0; k < kt; ++k) {
       // Columns [k+1, split) are the CPUs', [split, nt) the GPU's, until the GPU's part is gone.
       const int split = nt - (k + 1) <= L ? nt : k + 1 + L;

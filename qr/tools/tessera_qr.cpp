@@ -32,7 +32,6 @@ struct config {
   bool lookahead_given = false;
   bool split_next = true;
   int gpu_rows = tessera::qr::hybrid_options{}.gpu_rows;
-  int gpu_groups = tessera::qr::hybrid_options{}.gpu_groups;
   bool pinned = true;
   unsigned gpu_streams = tessera::qr::hybrid_runtime_options().gpu_streams;
   unsigned stream_depth = tessera::qr::hybrid_runtime_options().gpu_stream_depth;
@@ -138,7 +137,6 @@ result run(const config& c) {
   hybrid.lookahead = c.lookahead;
   hybrid.split_next = c.split_next;
   hybrid.gpu_rows = c.gpu_rows;
-  hybrid.gpu_groups = c.gpu_groups;
   const std::uint64_t total = (gpu ? tessera::qr::hybrid_task_count(f.mt(), f.nt(), hybrid)
                                    : tessera::qr::geqrf_task_count(f.mt(), f.nt())) *
                               std::uint64_t(c.repeat);
@@ -239,9 +237,6 @@ int main(int argc, char** argv) {
   app.add_flag("!--no-split-next", c.split_next,
                "gpu/hybrid: update the GPU column the CPUs take next together with the rest (for comparison)");
   app.add_option("--gpu-rows", c.gpu_rows, "gpu/hybrid: TSQRT rows per GPU task of the bulk update")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--gpu-groups", c.gpu_groups,
-                 "gpu/hybrid: reflector groups per TSQRT in the GPU update (fewer flops, smaller GEMMs)")
       ->check(CLI::PositiveNumber);
   app.add_option("--gpu-streams", c.gpu_streams, "gpu/hybrid: GPU streams for the update")->check(CLI::PositiveNumber);
   app.add_option("--stream-depth", c.stream_depth, "gpu/hybrid: GPU tasks in flight per stream (0: no limit)")

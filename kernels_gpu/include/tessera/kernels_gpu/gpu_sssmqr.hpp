@@ -24,13 +24,6 @@
 //     faster than one at a time. With room for one row: W = A1 + V_i^T A2_i (copy + GEMM), then
 //     [A1; A2_i] -= Z_i W (one strided batch of two GEMMs when the shapes allow).
 // Call the two separately to reuse the factors over several column ranges of one step.
-//
-// groups > 1 applies the kk reflectors of each TSQRT in that many groups of about kk / groups
-// (their T: diagonal blocks of the full T). Group g of row i touches rows g of A1 and A2_i only,
-// so all rows' group 1 can go before any group 2: the same sweep, per group, with kk / groups in
-// place of kk. The executed flops per tile row and column fall from 6 kk^2 to (4 + 2 / groups)
-// kk^2 (LAPACK counts 4), at the price of GEMMs with a smaller inner dimension. prepare and apply
-// must be given the same groups.
 #include <tessera/kernels_gpu/common.hpp>
 
 namespace tessera::kernels {
@@ -43,8 +36,6 @@ std::size_t gpu_sssmqr_prepare_workspace_size(int count, int kk);
 // were within 4% of 8, and 32 between 3% faster and 8% slower (tessera_sssmqr_bench, "apply, R
 // rows/batch").
 inline constexpr int gpu_sssmqr_batch_rows = 8;
-// Reflector groups when none are given (README, "GPU and hybrid").
-inline constexpr int gpu_sssmqr_groups = 1;
 // Elements of work gpu_sssmqr_apply needs to batch min(count, gpu_sssmqr_batch_rows) rows over n
 // columns: that many times kk * n. Less, down to kk * n, batches fewer.
 std::size_t gpu_sssmqr_apply_workspace_size(int count, int kk, int n);
@@ -55,17 +46,17 @@ std::size_t gpu_sssmqr_workspace_size(int count, int nb, int kk, int n);
 template <class T>
 void gpu_sssmqr_prepare(int count, int nb, int m_last, int kk, int ib, const T* V, int ldv,
                         const T* Tb, int ldt, std::ptrdiff_t strideT, T* factors, T* work,
-                        std::size_t lwork, cublasHandle_t handle, int groups = gpu_sssmqr_groups);
+                        std::size_t lwork, cublasHandle_t handle);
 
 template <class T>
 void gpu_sssmqr_apply(int count, int nb, int m_last, int n, int kk, T* A1, int lda1, T* A2,
                       int lda2, const T* V, int ldv, const T* factors, T* work,
-                      std::size_t lwork, cublasHandle_t handle, int groups = gpu_sssmqr_groups);
+                      std::size_t lwork, cublasHandle_t handle);
 
 template <class T>
 void gpu_sssmqr(int count, int nb, int m_last, int n, int kk, int ib, T* A1, int lda1, T* A2,
                 int lda2, const T* V, int ldv, const T* Tb, int ldt, std::ptrdiff_t strideT,
-                T* work, std::size_t lwork, cublasHandle_t handle, int groups = gpu_sssmqr_groups);
+                T* work, std::size_t lwork, cublasHandle_t handle);
 
 // Elements of work gpu_sssmqr_blocked needs: min(ib, kk) * n.
 std::size_t gpu_sssmqr_blocked_workspace_size(int kk, int ib, int n);

@@ -26,9 +26,6 @@ struct hybrid_options {
   int gpu_rows = 2;          // with row_pipelined and split_next: TSQRT rows per GPU task of the
                              // bulk update (the column the CPUs take next stays one per row), so
                              // that its GEMMs run batched (kernels::gpu_sssmqr)
-  int gpu_groups = 1;        // reflector groups of each TSQRT in the GPU update
-                             // (kernels::gpu_sssmqr: 6 nb^2 -> (4 + 2/groups) nb^2 flops per
-                             // tile row and column, with GEMMs of inner dimension nb/groups)
   std::atomic<std::uint64_t>* progress = nullptr;  // ticks once per task, as geqrf_options
 };
 
