@@ -128,14 +128,18 @@ struct copy_state {
   void* d2h_done = nullptr;    // ... to the host
 };
 
-struct alignas(64) handle_state {
-  // Hazard state first, on one cache line: resolving an access touches only this (and, for a
-  // handle with several writers or readers, the lists' vectors). Touched only by the inserting
-  // thread. `accumulating` sits in the tail padding of `readers` (no_unique_address), inside the line.
+// A handle's hazard state, one cache line: resolving an access touches only this (and, for a
+// handle with several writers or readers, the lists' vectors). Touched only by the inserting
+// thread. The flags sit in the tail padding of `readers` (no_unique_address).
+struct hazard_state {
   ref_list writers;                           // the last writer, or the members of the open accumulate group
   [[no_unique_address]] ref_list readers;     // readers since the last write
   bool accumulating = false;
   bool gpu_touched = false;                   // some task inserted so far ran on the GPU with it
+};
+static_assert(sizeof(hazard_state) == 64);
+
+struct alignas(64) handle_state : hazard_state {
   ref_list group_preds;                       // what the open accumulate group orders after
   std::uint64_t key = 0;
   void* data = nullptr;
@@ -150,16 +154,6 @@ struct alignas(64) handle_state {
   // Serialises the members of an accumulate group while they run.
   std::mutex accumulate_mutex;
 };
-
-// The hot line holds writers, readers and the two flags: the flags must land in the padding.
-namespace hot_line_check {
-struct probe {
-  ref_list writers;
-  [[no_unique_address]] ref_list readers;
-  bool accumulating, gpu_touched;
-};
-static_assert(sizeof(probe) == 64 && alignof(handle_state) == 64);
-}  // namespace hot_line_check
 
 struct alignas(64) task_node {
   // Lifetime: from runtime::task to the end of complete(), which returns the node to the pool.

@@ -235,14 +235,7 @@ void runtime_impl::submit(task_node* t) {
   // so a plain store does, without the full fence of a locked instruction.
   if (t->pending.load(std::memory_order_acquire) == 1) {
     t->pending.store(0, std::memory_order_relaxed);
-    // Throttling (as LLVM's OpenMP runtime does when a thread's task deque is full): with
-    // help_backlog ready tasks already waiting, the runners are behind, so this one runs here at
-    // once, still hot in this core's cache, and costs no hand-off.
-    if (t->where == device::cpu && !t->via_gpu_thread && t->priority == 0 && !t->locality &&
-        submitted_ready.backlog_at_least(help_backlog))
-      execute(t, 0);
-    else
-      make_ready(t, true);
+    make_ready(t, true);
   } else if (t->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     make_ready(t, true);
   }
@@ -264,10 +257,21 @@ void runtime_impl::make_ready(task_node* t, bool by_inserter) {
 
 void runtime_impl::make_ready_cpu(task_node* t, bool by_inserter) {
   int hint = t->locality ? t->locality->last_worker.load(std::memory_order_relaxed) : -1;
-  if (hint >= 0 && static_cast<unsigned>(hint) < workers)
+  if (hint >= 0 && static_cast<unsigned>(hint) < workers) {
     worker_states[static_cast<unsigned>(hint)]->mailbox.push(t);
-  else if (!(by_inserter && t->priority == 0 && submitted_ready.push(t)))
+  } else if (by_inserter && t->priority == 0) {
+    // Throttling (as libgomp and LLVM's OpenMP do when a thread's task queue is long): with
+    // help_backlog tasks already waiting in the ring, the runners are behind, so this one runs
+    // here at once, still hot in this core's cache, and costs no hand-off.
+    if (submitted_ready.backlog_at_least(help_backlog)) {
+      spawn_runner();
+      execute(t, 0);
+      return;
+    }
+    if (!submitted_ready.push(t)) ready.push(t);
+  } else {
     ready.push(t);
+  }
   spawn_runner();
 }
 
