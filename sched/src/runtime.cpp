@@ -317,11 +317,12 @@ void runtime_impl::runner_loop() {
     if (task_node* t = worker_states[me]->mailbox.pop()) return t;
     next = 0;
     // Tasks released by completions (older, often on the critical path) before new insertions.
+    const std::size_t ring_min = idle < ring_patience ? ring_min_batch : 1;
     have = ready.pop_batch(batch, batch_max, workers);
-    if (!have) have = submitted_ready.pop(batch, batch_max, workers, idle < ring_patience ? ring_min_batch : 1);
+    if (!have) have = submitted_ready.pop(batch, batch_max, workers, ring_min);
     for (std::size_t i = 1; i < have; ++i) prefetch_node(batch[i]);  // written by the inserting thread
     if (have) return batch[next++];
-    return pop_for(me, idle < ring_patience ? ring_min_batch : 1);
+    return pop_for(me, ring_min);
   };
   for (;;) {
     // Stay a little while idle before leaving: inserting code usually makes the next task ready
