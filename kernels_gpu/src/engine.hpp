@@ -75,6 +75,27 @@ template <class T>
 void unit_lower_copy(const char* kernel, int m, int k, const T* V, int ldv, T* Vc, int ldvc,
                      cudaStream_t stream);
 
+// --- tall A^T B (split_k.cu) ---------------------------------------------------------------------
+// C (k x n, ldc) := A^T B + beta C for A (m x k) and B (m x n) with m large and few output tiles:
+// m split in split_k_parts chunks (one strided-batched GEMM into work, then a sum), or one GEMM when
+// that already fills the GPU. work: split_k_workspace(k, n, m) elements (0 when not split).
+int split_k_parts(int k, int n, int m);
+std::size_t split_k_workspace(int k, int n, int m);
+template <class T>
+void gemm_tn_tall(const char* kernel, cublasHandle_t h, int k, int n, int m, const T* A, int lda, const T* B,
+                  int ldb, T beta, T* C, int ldc, T* work, cudaStream_t stream);
+
+// --- the panel's columns (householder.cu) ------------------------------------------------------
+// Elements of scratch householder_block needs for m rows.
+std::size_t householder_scratch_size(int m);
+
+// The Householder QR of A (m x nc, lda; nc <= 32, m >= nc) one column at a time: R on and above
+// the diagonal, V below it, tau (nc) the reflectors' scalars, and Vc (m x nc, ldvc) := V with its
+// unit diagonal and zero upper part explicit. One cooperative kernel on at most `sms` SMs.
+template <class T>
+void householder_block(const char* kernel, int m, int nc, T* A, int lda, T* tau, T* Vc, int ldvc, T* scratch,
+                       int sms, cudaStream_t stream);
+
 // --- the update as GEMMs -----------------------------------------------------------------------
 // Prepared factors of count TSQRTs: Z_i = [T_i^T; V_i T_i^T] ((kk + m_i) x kk, leading dimension
 // kk + nb, at Z + i*(kk + nb)*kk). G: count*kk*kk elements of scratch.

@@ -4,3 +4,6 @@
 #include <tessera/kernels_gpu/gpu_ormqr.hpp>
 #include <tessera/kernels_gpu/gpu_sssmqr.hpp>
 #include <tessera/kernels_gpu/gpu_tsmqr.hpp>
+#include <tessera/kernels_gpu/gpu_geqrt.hpp>
+#include <tessera/kernels_gpu/gpu_larfb.hpp>
+#include <tessera/kernels_gpu/gpu_finite.hpp>

@@ -1,0 +1,19 @@
+#pragma once
+// A block reflector's Q^T applied from the left on the GPU: C := (I - V T V^T)^T C with V unit
+// lower trapezoidal (m x k, read below its diagonal) and T upper triangular (k x k), as
+// gpu_geqrt makes them (LAPACK LARFB, side left, trans, forward, columnwise). Three cuBLAS calls:
+// W = V^T C, W = T^T W, C -= V W, the first and last GEMMs with inner dimensions m and k: the
+// update of a blocked QR, at GEMM speed for k of a few hundred.
+#include <tessera/kernels_gpu/common.hpp>
+
+namespace tessera::kernels {
+
+// Elements of work gpu_larfb needs: m * k (V with its unit diagonal made explicit) + k * n.
+std::size_t gpu_larfb_workspace_size(int m, int n, int k);
+
+// C (m x n, ldc) := Q^T C; V: m x k (ldv >= m), k <= m; Tf: k x k upper triangular (ldt >= k).
+template <class T>
+void gpu_larfb(int m, int n, int k, const T* V, int ldv, const T* Tf, int ldt, T* C, int ldc,
+               T* work, std::size_t lwork, cublasHandle_t handle);
+
+}  // namespace tessera::kernels

@@ -1,0 +1,56 @@
+#include <tessera/kernels_gpu/gpu_larfb.hpp>
+
+#include "check.hpp"
+#include "engine.hpp"
+#include "sizes.hpp"
+
+namespace tessera::kernels {
+
+using detail::at_least_1;
+using detail::elems;
+using detail::require_ge;
+using detail::require_le;
+using detail::require_ptr;
+
+std::size_t gpu_larfb_workspace_size(int m, int n, int k) {
+  return elems(m, k) + elems(k, n) + detail::split_k_workspace(k, n, m);
+}
+
+template <class T>
+void gpu_larfb(int m, int n, int k, const T* V, int ldv, const T* Tf, int ldt, T* C, int ldc,
+               T* work, std::size_t lwork, cublasHandle_t handle) {
+  constexpr const char* kernel = "gpu_larfb";
+  require_ge(kernel, "m", m, "0", 0);
+  require_ge(kernel, "n", n, "0", 0);
+  require_ge(kernel, "k", k, "0", 0);
+  require_le(kernel, "k", k, "m", m);
+  require_ge(kernel, "ldv", ldv, "max(1, m)", at_least_1(m));
+  require_ge(kernel, "ldt", ldt, "max(1, k)", at_least_1(k));
+  require_ge(kernel, "ldc", ldc, "max(1, m)", at_least_1(m));
+  require_ge(kernel, "lwork", static_cast<long long>(lwork), "the workspace size",
+             static_cast<long long>(gpu_larfb_workspace_size(m, n, k)));
+  require_ptr(kernel, "handle", handle);
+  if (n == 0 || k == 0) return;
+  require_ptr(kernel, "V", V);
+  require_ptr(kernel, "Tf", Tf);
+  require_ptr(kernel, "C", C);
+  require_ptr(kernel, "work", work);
+
+  detail::host_pointer_mode mode(kernel, handle);
+  const cudaStream_t s = detail::stream_of(kernel, handle);
+  T* Vc = work;               // m x k, ld m
+  T* W = Vc + elems(m, k);    // k x n, ld k; then the split GEMM's parts
+  detail::unit_lower_copy(kernel, m, k, V, ldv, Vc, m, s);
+  detail::gemm_tn_tall(kernel, handle, k, n, m, Vc, m, C, ldc, T(0), W, k, W + elems(k, n), s);
+  detail::check(kernel, "trmm (W = T^T W)",
+                detail::trmm_upper_left(handle, CUBLAS_OP_T, k, n, T(1), Tf, ldt, W, k, W, k));
+  detail::check(kernel, "gemm (C -= V W)",
+                detail::gemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, T(-1), Vc, m, W, k, T(1), C, ldc));
+}
+
+template void gpu_larfb<float>(int, int, int, const float*, int, const float*, int, float*, int,
+                               float*, std::size_t, cublasHandle_t);
+template void gpu_larfb<double>(int, int, int, const double*, int, const double*, int, double*,
+                                int, double*, std::size_t, cublasHandle_t);
+
+}  // namespace tessera::kernels

@@ -1,0 +1,232 @@
+// The column-at-a-time Householder QR of a narrow block (at most 32 columns) of a tall panel, in
+// one cooperative kernel: its thread blocks share the rows and meet at a grid-wide barrier once
+// per column (a kernel launch per column cost 5-10 us each on an H100 busy with the update).
+//
+// Step j (j = -1 .. nc-1) applies reflector j to the block's rows and, in the same pass over
+// them, sums what reflector j+1 needs: x^T x and x^T a_c for every later column c, x being
+// column j+1 below the diagonal. A warp reduces its 32 sums in 31 shuffles (each round halves
+// the values a lane holds), each thread block adds its sums atomically into a global buffer, and
+// after the barrier every block reads the totals. Buffers rotate over three steps: step j reads
+// column j's, adds into column j+1's and clears column j+2's, which no block touches until the
+// next barrier. The row of the diagonal entry travels the same way, so the row's owner can update
+// it while others read it.
+#include <cooperative_groups.h>
+
+#include <cmath>
+
+#include "check.hpp"
+#include "engine.hpp"
+
+namespace tessera::kernels::detail {
+namespace {
+
+constexpr int max_cols = 32;
+constexpr int threads = 256;
+constexpr int warps = threads / 32;
+
+// Per column c % 3: the sums (max_cols), then the diagonal row (max_cols).
+constexpr int buffers = 3;
+
+template <class T>
+struct sums {
+  T* total;
+  T* row;
+};
+
+template <class T>
+__device__ sums<T> buffer(T* base, int column) {
+  T* p = base + static_cast<std::ptrdiff_t>(column % buffers) * 2 * max_cols;
+  return {p, p + max_cols};
+}
+
+// One round of the warp's transpose-sum: lanes with bit K set keep the upper K of their 2K values,
+// the others the lower K, each adding its partner's copy of the half it keeps.
+template <int K, class T>
+__device__ void transpose_sum_round(T (&acc)[max_cols], int lane) {
+  const bool upper = (lane & K) != 0;
+#pragma unroll
+  for (int i = 0; i < K; ++i) {
+    const T send = upper ? acc[i] : acc[i + K];
+    const T keep = upper ? acc[i + K] : acc[i];
+    acc[i] = keep + __shfl_xor_sync(0xffffffffu, send, K);
+  }
+}
+
+// Lane l of the warp gets the warp's sum of acc[l]: five rounds, each exchanging half of the
+// values a lane still holds (16 + 8 + 4 + 2 + 1 shuffles instead of 32 x 5).
+template <class T>
+__device__ T warp_transpose_sum(T (&acc)[max_cols], int lane) {
+  transpose_sum_round<16>(acc, lane);
+  transpose_sum_round<8>(acc, lane);
+  transpose_sum_round<4>(acc, lane);
+  transpose_sum_round<2>(acc, lane);
+  transpose_sum_round<1>(acc, lane);
+  return acc[0];
+}
+
+template <class T>
+struct shared_state {
+  T tw[max_cols];   // tau * w_c, w = (row j of A) + v^T A(j+1:m, :)
+  T coef[2];        // scale (v = scale * x), beta
+  T red[warps][max_cols];
+};
+
+template <class T>
+__device__ void column_step(int m, int nc, int j, T* __restrict__ A, int lda, T* __restrict__ scratch,
+                            T* __restrict__ tau, shared_state<T>& sh) {
+  const int blocks = static_cast<int>(gridDim.x);
+  const int chunk = (m + blocks - 1) / blocks;
+  const int r0 = static_cast<int>(blockIdx.x) * chunk, r1 = min(m, r0 + chunk);
+  const int next = j + 1;
+  T* s_tw = sh.tw;
+  T* s_coef = sh.coef;
+  auto& s_red = sh.red;
+
+  if (blockIdx.x == 0 && threadIdx.x < 2 * max_cols) {  // column j+2's buffer, for the next step
+    const sums<T> later = buffer(scratch, j + 2);
+    later.total[threadIdx.x] = T(0);
+  }
+  if (j >= 0) {
+    const sums<T> in = buffer(scratch, j);
+    if (threadIdx.x < max_cols) {
+      const int c = static_cast<int>(threadIdx.x);
+      s_red[0][c] = c >= j && c < nc ? in.total[c] : T(0);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      const T alpha = in.row[j], sigma = s_red[0][j];
+      T t = 0, scale = 0, beta = alpha;
+      if (sigma != T(0)) {  // else H = I (LAPACK: tau = 0)
+        beta = -copysign(sqrt(alpha * alpha + sigma), alpha);
+        t = (beta - alpha) / beta;
+        scale = T(1) / (alpha - beta);
+      }
+      s_coef[0] = scale;
+      s_coef[1] = beta;
+      s_red[1][0] = t;
+      if (blockIdx.x == 0) tau[j] = t;
+    }
+    __syncthreads();
+    if (threadIdx.x < max_cols) {
+      const int c = static_cast<int>(threadIdx.x);
+      if (c > j && c < nc) s_tw[c] = s_red[1][0] * (in.row[c] + s_coef[0] * s_red[0][c]);
+    }
+    __syncthreads();
+  }
+
+  T acc[max_cols];
+#pragma unroll
+  for (int c = 0; c < max_cols; ++c) acc[c] = 0;
+  const sums<T> out = buffer(scratch, next);
+  const T scale = j >= 0 ? s_coef[0] : T(0), beta = j >= 0 ? s_coef[1] : T(0);
+  for (int r = max(r0, j < 0 ? 0 : j) + static_cast<int>(threadIdx.x); r < r1; r += threads) {
+    T a[max_cols];
+#pragma unroll
+    for (int c = 0; c < max_cols; ++c)
+      if (c >= (j < 0 ? 0 : j) && c < nc) a[c] = A[r + static_cast<std::ptrdiff_t>(c) * lda];
+    if (j >= 0) {
+      // Indices into a[] stay compile-time constants (unrolled, selected by compares), so a[]
+      // lives in registers rather than local memory.
+      T xj = 0;
+#pragma unroll
+      for (int c = 0; c < max_cols; ++c)
+        if (c == j) xj = a[c];
+      const T v = r == j ? beta : scale * xj;
+      const T f = r == j ? T(1) : v;
+#pragma unroll
+      for (int c = 0; c < max_cols; ++c) {
+        if (c == j) a[c] = v;
+        else if (c > j && c < nc) a[c] -= f * s_tw[c];
+      }
+#pragma unroll
+      for (int c = 0; c < max_cols; ++c)
+        if (c >= j && c < nc) A[r + static_cast<std::ptrdiff_t>(c) * lda] = a[c];
+    }
+    if (next < nc) {
+      if (r == next) {
+#pragma unroll
+        for (int c = 0; c < max_cols; ++c)
+          if (c >= next && c < nc) out.row[c] = a[c];
+      } else if (r > next) {
+        T x = 0;
+#pragma unroll
+        for (int c = 0; c < max_cols; ++c)
+          if (c == next) x = a[c];
+#pragma unroll
+        for (int c = 0; c < max_cols; ++c)
+          if (c >= next && c < nc) acc[c] += x * a[c];
+      }
+    }
+  }
+  if (next >= nc) return;
+  __syncthreads();  // s_red is reused below
+  // Block sums: within each warp, then across warps, then into the global total.
+  const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
+  s_red[warp][lane] = warp_transpose_sum(acc, lane);
+  __syncthreads();
+  if (threadIdx.x < max_cols && static_cast<int>(threadIdx.x) >= next && static_cast<int>(threadIdx.x) < nc) {
+    T s = 0;
+#pragma unroll
+    for (int w = 0; w < warps; ++w) s += s_red[w][threadIdx.x];
+    atomicAdd(out.total + threadIdx.x, s);
+  }
+}
+
+template <class T>
+__global__ void __launch_bounds__(threads) householder_block_kernel(int m, int nc, T* __restrict__ A, int lda,
+                                                                    T* __restrict__ tau, T* __restrict__ Vc,
+                                                                    int ldvc, T* __restrict__ scratch) {
+  __shared__ shared_state<T> sh;
+  cooperative_groups::grid_group grid = cooperative_groups::this_grid();
+  for (int j = -1; j < nc; ++j) {
+    column_step(m, nc, j, A, lda, scratch, tau, sh);
+    grid.sync();
+  }
+  // V with its unit diagonal and zero upper part made explicit, for the GEMMs that apply it.
+  const int blocks = static_cast<int>(gridDim.x);
+  const int chunk = (m + blocks - 1) / blocks;
+  const int r0 = static_cast<int>(blockIdx.x) * chunk, r1 = min(m, r0 + chunk);
+  for (int r = r0 + static_cast<int>(threadIdx.x); r < r1; r += threads)
+    for (int c = 0; c < nc; ++c)
+      Vc[r + static_cast<std::ptrdiff_t>(c) * ldvc] =
+          r > c ? A[r + static_cast<std::ptrdiff_t>(c) * lda] : (r == c ? T(1) : T(0));
+}
+
+// Few enough thread blocks to be resident at once beside the update's GEMMs (a cooperative launch
+// needs that), enough to stream a column of 32768 rows in a few microseconds.
+int column_blocks(int m) {
+  const int b = (m + threads - 1) / threads;
+  return b < 1 ? 1 : (b > 64 ? 64 : b);
+}
+
+}  // namespace
+
+std::size_t householder_scratch_size(int) { return static_cast<std::size_t>(buffers) * 2 * max_cols; }
+
+template <class T>
+void householder_block(const char* kernel, int m, int nc, T* A, int lda, T* tau, T* Vc, int ldvc, T* scratch,
+                       int sms, cudaStream_t stream) {
+  if (m <= 0 || nc <= 0) return;
+  if (nc > max_cols) bad_argument(kernel, "ib", nc, "<=", "the widest block", max_cols);
+  // A cooperative launch needs every block resident at once on the SMs the stream may use.
+  int per_sm = 0;
+  check(kernel, "cudaOccupancyMaxActiveBlocksPerMultiprocessor",
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, householder_block_kernel<T>, threads, 0));
+  const int resident = (per_sm > 0 ? per_sm : 1) * (sms > 0 ? sms : 1);
+  const int wanted = column_blocks(m);
+  const dim3 grid(static_cast<unsigned>(wanted < resident ? wanted : resident)), block(threads);
+  // Column 0's sums start from zero; each step clears the buffer two columns ahead.
+  check(kernel, "cudaMemsetAsync", cudaMemsetAsync(scratch, 0, sizeof(T) * 2 * max_cols, stream));
+  void* args[] = {&m, &nc, &A, &lda, &tau, &Vc, &ldvc, &scratch};
+  check(kernel, "householder_block_kernel launch",
+        cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(&householder_block_kernel<T>), grid, block, args, 0,
+                                    stream));
+}
+
+#define TESSERA_HOUSEHOLDER_INSTANTIATE(T) \
+  template void householder_block<T>(const char*, int, int, T*, int, T*, T*, int, T*, int, cudaStream_t);
+TESSERA_HOUSEHOLDER_INSTANTIATE(float)
+TESSERA_HOUSEHOLDER_INSTANTIATE(double)
+#undef TESSERA_HOUSEHOLDER_INSTANTIATE
+
+}  // namespace tessera::kernels::detail

@@ -1,0 +1,350 @@
+// gpu_geqrt (a tall panel's QR) and gpu_larfb (its Q^T applied) against LAPACK on the host, float
+// and double: Q R = A and Q^T Q = I for the GPU's V and T, |diag R| against GEQRT, a zero column
+// (tau = 0), gpu_larfb against GEMQRT, padding untouched, argument errors. No device: exit 77.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <tessera/kernels_gpu.hpp>
+
+#include "test_util.hpp"
+
+#define LAPACK_COMPLEX_CPP
+#include <lapacke.h>
+
+namespace {
+
+using namespace tessera::kernels;
+
+// Before doctest's main runs: no device means nothing here can run.
+[[maybe_unused]] const bool device_present = tessera::testing::skip_unless([] {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}());
+
+// Residual and orthogonality are scaled by m * eps, gpu_larfb's error by eps * sqrt(m).
+constexpr double qr_threshold = 60.0, apply_threshold = 30.0;
+
+std::mt19937_64& rng() {
+  static std::mt19937_64 g(tessera::testing::seed());
+  return g;
+}
+
+void cuda_ok(cudaError_t e) {
+  if (e != cudaSuccess) throw std::runtime_error(cudaGetErrorString(e));
+}
+void cublas_ok(cublasStatus_t s) {
+  if (s != CUBLAS_STATUS_SUCCESS) throw std::runtime_error(cublasGetStatusString(s));
+}
+
+// Column-major host matrix, padding rows hold a sentinel.
+template <class T>
+struct mat {
+  int m, n, ld;
+  std::vector<T> a;
+  mat(int rows, int cols, int pad = 0)
+      : m(rows), n(cols), ld(std::max(1, rows + pad)),
+        a(static_cast<std::size_t>(ld) * std::max(cols, 1), sentinel()) {}
+  static T sentinel() { return T(-777.25); }
+  T& operator()(int i, int j) { return a[i + static_cast<std::size_t>(j) * ld]; }
+  T operator()(int i, int j) const { return a[i + static_cast<std::size_t>(j) * ld]; }
+  T* data() { return a.data(); }
+  void randomize() {
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < m; ++i) (*this)(i, j) = T(u(rng()));
+  }
+};
+
+// ||X - Y||_F / ||Y||_F over the m x n leading parts.
+template <class T>
+double rel_error(const mat<T>& X, const mat<T>& Y) {
+  double d = 0, s = 0;
+  for (int j = 0; j < X.n; ++j)
+    for (int i = 0; i < X.m; ++i) {
+      const double e = double(X(i, j)) - double(Y(i, j));
+      d += e * e;
+      s += double(Y(i, j)) * double(Y(i, j));
+    }
+  return s > 0 ? std::sqrt(d / s) : std::sqrt(d);
+}
+
+template <class T>
+bool same_outside(const mat<T>& X, const mat<T>& Y, int r0, int rows) {
+  for (int j = 0; j < X.n; ++j)
+    for (int i = 0; i < X.ld; ++i)
+      if ((i < r0 || i >= r0 + rows) && X(i, j) != Y(i, j)) return false;
+  return true;
+}
+
+template <class T>
+struct dev {
+  T* p = nullptr;
+  std::size_t n = 0;
+  explicit dev(std::size_t elems) : n(std::max<std::size_t>(elems, 1)) {
+    cuda_ok(cudaMalloc(&p, n * sizeof(T)));
+  }
+  explicit dev(const mat<T>& h) : dev(h.a.size()) { put(h); }
+  ~dev() { cudaFree(p); }
+  dev(const dev&) = delete;
+  dev& operator=(const dev&) = delete;
+  void put(const mat<T>& h) {
+    cuda_ok(cudaMemcpy(p, h.a.data(), h.a.size() * sizeof(T), cudaMemcpyHostToDevice));
+    // From pageable memory cudaMemcpy may return before the DMA lands, and the kernels' stream is
+    // non-blocking: without this, a kernel that reads the data first could see the old contents.
+    cuda_ok(cudaDeviceSynchronize());
+  }
+  void get(mat<T>& h) const {
+    cuda_ok(cudaMemcpy(h.a.data(), p, h.a.size() * sizeof(T), cudaMemcpyDeviceToHost));
+  }
+};
+
+// A handle on its own stream, so work enqueued elsewhere (the legacy stream) would race and show.
+struct blas {
+  cublasHandle_t h = nullptr;
+  cudaStream_t s = nullptr;
+  blas() {
+    cuda_ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    cublas_ok(cublasCreate(&h));
+    cublas_ok(cublasSetStream(h, s));
+  }
+  ~blas() {
+    cublasDestroy(h);
+    cudaStreamDestroy(s);
+  }
+  void sync() const { cuda_ok(cudaStreamSynchronize(s)); }
+};
+
+// --- LAPACKE by precision ----------------------------------------------------------------------
+// The _work forms with our own generous workspace: LAPACKE 3.11's GEMQRT allocates m * nb where
+// side 'L' needs n * nb, and writes past it.
+template <class T>
+std::vector<T>& lapack_work(int nb, int m, int n) {
+  static std::vector<T> w;
+  w.resize(static_cast<std::size_t>(std::max(nb, 1)) * std::max({m, n, 1}));
+  return w;
+}
+int geqrt(int m, int n, int nb, float* a, int lda, float* t, int ldt) {
+  return LAPACKE_sgeqrt_work(LAPACK_COL_MAJOR, m, n, nb, a, lda, t, ldt,
+                             lapack_work<float>(nb, m, n).data());
+}
+int geqrt(int m, int n, int nb, double* a, int lda, double* t, int ldt) {
+  return LAPACKE_dgeqrt_work(LAPACK_COL_MAJOR, m, n, nb, a, lda, t, ldt,
+                             lapack_work<double>(nb, m, n).data());
+}
+// C := Q C (trans 'N') or Q^T C (trans 'T'), from the left.
+int gemqrt(char trans, int m, int n, int k, int nb, const float* v, int ldv, const float* t,
+           int ldt, float* c, int ldc) {
+  return LAPACKE_sgemqrt_work(LAPACK_COL_MAJOR, 'L', trans, m, n, k, nb, v, ldv, t, ldt, c, ldc,
+                              lapack_work<float>(nb, m, n).data());
+}
+int gemqrt(char trans, int m, int n, int k, int nb, const double* v, int ldv, const double* t,
+           int ldt, double* c, int ldc) {
+  return LAPACKE_dgemqrt_work(LAPACK_COL_MAJOR, 'L', trans, m, n, k, nb, v, ldv, t, ldt, c, ldc,
+                              lapack_work<double>(nb, m, n).data());
+}
+
+// Factors A0 (its padding rows hold the sentinel) with gpu_geqrt, T with ldt = n + padT, and checks
+// the factors; then gpu_larfb with them must take A0 to [R; 0]. worst: residual, orthogonality,
+// |diag R| error, larfb error, each over its threshold's scale.
+template <class T>
+void check_geqrt(const mat<T>& A0, int ib, int padT, int zero_col, double (&worst)[4]) {
+  const int m = A0.m, n = A0.n;
+  const double eps = std::numeric_limits<T>::epsilon();
+  blas b;
+  dev<T> dA(A0);
+  mat<T> Tf(n, n, padT);  // all sentinel: the kernel must write the zeros below T's diagonal
+  dev<T> dT(Tf);
+  const std::size_t lwork = gpu_geqrt_workspace_size(m, n, ib);
+  dev<T> work(lwork);
+  gpu_geqrt<T>(m, n, ib, dA.p, A0.ld, dT.p, Tf.ld, work.p, lwork, b.h);
+  b.sync();
+  mat<T> F = A0, Tg = Tf;
+  dA.get(F);
+  dT.get(Tg);
+
+  bool finite = true, lower_zero = true;
+  for (int j = 0; j < n; ++j) {
+    for (int i = 0; i < m; ++i) finite = finite && std::isfinite(F(i, j));
+    for (int i = 0; i < n; ++i) {
+      finite = finite && std::isfinite(Tg(i, j));
+      if (i > j && Tg(i, j) != T(0)) lower_zero = false;
+    }
+  }
+  REQUIRE(finite);
+  CHECK(lower_zero);
+  CHECK(same_outside(F, A0, 0, m));  // padding rows of A and T untouched
+  CHECK(same_outside(Tg, Tf, 0, n));
+  if (zero_col >= 0) CHECK(Tg(zero_col, zero_col) == T(0));  // tau = 0
+
+  // (a) Q [R; 0] = A0; (b) the thin Q = Q [I; 0] has ||I - Q^T Q||_F small.
+  mat<T> R0(m, n), Q(m, n);
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < m; ++i) {
+      R0(i, j) = i <= j ? F(i, j) : T(0);
+      Q(i, j) = T(i == j ? 1 : 0);
+    }
+  mat<T> QR = R0;
+  REQUIRE(gemqrt('N', m, n, n, n, F.data(), F.ld, Tg.data(), Tg.ld, QR.data(), QR.ld) == 0);
+  const double residual = rel_error(QR, A0) / (m * eps);
+  CHECK(residual < qr_threshold);
+  REQUIRE(gemqrt('N', m, n, n, n, F.data(), F.ld, Tg.data(), Tg.ld, Q.data(), Q.ld) == 0);
+  double gram = 0;
+  for (int c = 0; c < n; ++c)
+    for (int r = 0; r <= c; ++r) {
+      double s = r == c ? -1.0 : 0.0;
+      for (int i = 0; i < m; ++i) s += double(Q(i, r)) * double(Q(i, c));
+      gram += (r == c ? 1.0 : 2.0) * s * s;
+    }
+  const double orthogonality = std::sqrt(gram) / (m * eps);
+  CHECK(orthogonality < qr_threshold);
+
+  // (c) |R_jj| as LAPACK's, relative to the norm of A0's first j + 1 columns (R's errors are
+  // normwise; a small R_jj of a square panel is only that accurate).
+  mat<T> Ref = A0;
+  const int nb = std::min(n, 32);
+  mat<T> Tr(nb, n);
+  REQUIRE(geqrt(m, n, nb, Ref.data(), Ref.ld, Tr.data(), Tr.ld) == 0);
+  double diag = 0, lead = 0;
+  for (int j = 0; j < n; ++j) {
+    for (int i = 0; i < m; ++i) lead += double(A0(i, j)) * double(A0(i, j));
+    const double ref = std::abs(double(Ref(j, j))), d = std::abs(std::abs(double(F(j, j))) - ref);
+    const double scale = std::max(ref, std::sqrt(lead));
+    diag = std::max(diag, scale > 0 ? d / scale : (d > 0 ? HUGE_VAL : 0.0));
+  }
+  CHECK(diag < (sizeof(T) == sizeof(double) ? 1e-10 : 1e-3));
+
+  // (e) gpu_larfb with the GPU's factors: Q^T A0 = [R; 0].
+  dev<T> dC(A0);
+  const std::size_t lwork2 = gpu_larfb_workspace_size(m, n, n);
+  dev<T> work2(lwork2);
+  gpu_larfb<T>(m, n, n, dA.p, A0.ld, dT.p, Tf.ld, dC.p, A0.ld, work2.p, lwork2, b.h);
+  b.sync();
+  mat<T> G = A0;
+  dC.get(G);
+  const double pair = rel_error(G, R0) / (m * eps);
+  CHECK(pair < qr_threshold);
+  CHECK(same_outside(G, A0, 0, m));
+
+  worst[0] = std::max(worst[0], residual);
+  worst[1] = std::max(worst[1], orthogonality);
+  worst[2] = std::max(worst[2], diag);
+  worst[3] = std::max(worst[3], pair);
+}
+
+TEST_CASE_TEMPLATE("gpu_geqrt: Q R = A, Q orthogonal, |diag R| as GEQRT, padding untouched", T,
+                   float, double) {
+  struct shape { int m, n, ib, pad; };
+  double worst[4] = {0, 0, 0, 0};
+  for (const shape s : {shape{300, 64, 32, 0}, shape{1000, 96, 32, 0}, shape{257, 40, 16, 3},
+                        shape{64, 64, 32, 0}, shape{5000, 256, 32, 0}, shape{129, 33, 32, 1},
+                        shape{50, 1, 1, 0}, shape{300, 64, 32, 7}, shape{200, 50, 7, 2},
+                        shape{70, 10, 32, 2}}) {
+    INFO("m = " << s.m << ", n = " << s.n << ", ib = " << s.ib << ", pad = " << s.pad);
+    mat<T> A(s.m, s.n, s.pad);
+    A.randomize();
+    check_geqrt(A, s.ib, s.pad, -1, worst);
+  }
+  MESSAGE("geqrt (x m eps): residual " << worst[0] << ", orthogonality " << worst[1]
+                                       << ", larfb " << worst[3] << "; |diag R| " << worst[2]);
+}
+
+TEST_CASE_TEMPLATE("gpu_geqrt: a zero column gets tau = 0 and finite factors", T, float, double) {
+  struct shape { int m, n, ib, zero_col; };
+  double worst[4] = {0, 0, 0, 0};
+  for (const shape s : {shape{100, 40, 16, 3}, shape{100, 40, 16, 0}, shape{300, 64, 32, 32},
+                        shape{60, 20, 8, 19}}) {
+    INFO("m = " << s.m << ", n = " << s.n << ", ib = " << s.ib << ", zero_col = " << s.zero_col);
+    mat<T> A(s.m, s.n, 2);
+    A.randomize();
+    for (int i = 0; i < s.m; ++i) A(i, s.zero_col) = T(0);
+    check_geqrt(A, s.ib, 1, s.zero_col, worst);
+  }
+  MESSAGE("geqrt, zero column: residual " << worst[0] << ", orthogonality " << worst[1]);
+}
+
+TEST_CASE_TEMPLATE("gpu_larfb equals LAPACK GEMQRT (Q^T C)", T, float, double) {
+  struct shape { int m, n, k; };
+  double worst = 0;
+  for (const shape s : {shape{500, 300, 64}, shape{1000, 17, 128}, shape{64, 64, 64},
+                        shape{300, 1, 8}}) {
+    INFO("m = " << s.m << ", n = " << s.n << ", k = " << s.k);
+    // V keeps R above its diagonal (gpu_larfb must read only below it); T's lower part is zeroed.
+    mat<T> V(s.m, s.k, 1), Tk(s.k, s.k, 2);
+    V.randomize();
+    std::fill(Tk.a.begin(), Tk.a.end(), T(0));
+    REQUIRE(geqrt(s.m, s.k, s.k, V.data(), V.ld, Tk.data(), Tk.ld) == 0);
+    mat<T> C(s.m, s.n, 3);
+    C.randomize();
+    mat<T> Ref = C;
+    REQUIRE(gemqrt('T', s.m, s.n, s.k, s.k, V.data(), V.ld, Tk.data(), Tk.ld, Ref.data(),
+                   Ref.ld) == 0);
+
+    blas b;
+    dev<T> dV(V), dT(Tk), dC(C);
+    const std::size_t lwork = gpu_larfb_workspace_size(s.m, s.n, s.k);
+    dev<T> work(lwork);
+    gpu_larfb<T>(s.m, s.n, s.k, dV.p, V.ld, dT.p, Tk.ld, dC.p, C.ld, work.p, lwork, b.h);
+    b.sync();
+    mat<T> G = C, VG = V, TG = Tk;
+    dC.get(G);
+    dV.get(VG);
+    dT.get(TG);
+    const double err = rel_error(G, Ref);
+    worst = std::max(worst, err);
+    CHECK(err <= apply_threshold * std::numeric_limits<T>::epsilon() * std::sqrt(double(s.m)));
+    CHECK(same_outside(G, C, 0, s.m));
+    CHECK(VG.a == V.a);  // the inputs are const
+    CHECK(TG.a == Tk.a);
+  }
+  MESSAGE("larfb: largest relative error " << worst);
+}
+
+TEST_CASE("gpu_geqrt and gpu_larfb reject bad arguments by name") {
+  using tessera::testing::invalid_message;
+  blas b;
+  const std::size_t elems = std::max({std::size_t(1) << 16, gpu_geqrt_workspace_size(64, 32, 16),
+                                      gpu_larfb_workspace_size(16, 8, 8)}) + 4096;
+  dev<double> buf(elems);
+  cuda_ok(cudaMemset(buf.p, 0, buf.n * sizeof(double)));
+  double* p = buf.p;
+  const auto geqrt_msg = [&](int m, int n, int ib, int lda, int ldt, std::size_t lwork) {
+    return invalid_message([&] { gpu_geqrt<double>(m, n, ib, p, lda, p, ldt, p, lwork, b.h); });
+  };
+  const auto larfb_msg = [&](int m, int n, int k, int ldv, int ldt, int ldc, std::size_t lwork) {
+    return invalid_message(
+        [&] { gpu_larfb<double>(m, n, k, p, ldv, p, ldt, p, ldc, p, lwork, b.h); });
+  };
+  const auto has = [](const std::string& msg, const char* what) {
+    return msg.find(what) != std::string::npos;
+  };
+  // Each message must name the kernel and one of the two strings.
+  struct expect { std::string msg; const char *kernel, *a, *b; };
+  for (const expect& e : {
+           expect{geqrt_msg(8, 16, 8, 16, 16, elems), "gpu_geqrt", "n = 16", "m = 8"},
+           expect{geqrt_msg(64, 32, 0, 64, 32, elems), "gpu_geqrt", "ib", "ib"},
+           expect{geqrt_msg(64, 32, gpu_geqrt_max_ib + 1, 64, 32, elems), "gpu_geqrt", "ib", "ib"},
+           expect{geqrt_msg(64, 32, 16, 63, 32, elems), "gpu_geqrt", "lda", "lda"},
+           expect{geqrt_msg(64, 32, 16, 64, 31, elems), "gpu_geqrt", "ldt", "ldt"},
+           expect{geqrt_msg(64, 32, 16, 64, 32, gpu_geqrt_workspace_size(64, 32, 16) - 1),
+                  "gpu_geqrt", "lwork", "lwork"},
+           expect{larfb_msg(8, 8, 9, 8, 9, 8, elems), "gpu_larfb", "k = 9", "m = 8"},
+           expect{larfb_msg(16, 8, 8, 15, 8, 16, elems), "gpu_larfb", "ldv", "ldv"},
+           expect{larfb_msg(16, 8, 8, 16, 7, 16, elems), "gpu_larfb", "ldt", "ldt"},
+           expect{larfb_msg(16, 8, 8, 16, 8, 15, elems), "gpu_larfb", "ldc", "ldc"},
+           expect{larfb_msg(16, 8, 8, 16, 8, 16, gpu_larfb_workspace_size(16, 8, 8) - 1),
+                  "gpu_larfb", "lwork", "lwork"}}) {
+    CHECK_MESSAGE((has(e.msg, e.kernel) && (has(e.msg, e.a) || has(e.msg, e.b))), e.msg);
+  }
+}
+
+}  // namespace
