@@ -15,8 +15,11 @@
 #include <chrono>
 #include <condition_variable>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <thread>
+
+#include "sm_partition.hpp"
 
 namespace tessera::detail {
 namespace {
@@ -43,13 +46,17 @@ class cuda_backend final : public gpu_backend {
     int least = 0, greatest = 0;
     check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "cudaDeviceGetStreamPriorityRange");
     const unsigned streams = o.gpu_streams + (_has_urgent ? 1 : 0);
+    if (_has_urgent && o.gpu_urgent_sms > 0) _partition = std::make_unique<sm_partition>(_device, o.gpu_urgent_sms);
     for (unsigned i = 0; i < streams; ++i) {
       const bool urgent = _has_urgent && i + 1 == streams;
       cudaStream_t s;
-      check(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, urgent ? greatest : least), "cudaStreamCreate");
+      if (_partition) s = _partition->make_stream(urgent, urgent ? greatest : least);
+      else check(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, urgent ? greatest : least), "cudaStreamCreate");
       cublasHandle_t b;
       if (cublasCreate(&b) != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("tessera GPU backend: cublasCreate failed");
       cublasSetStream(b, s);
+      // cuBLAS sizes its grids for the SMs the stream can use; kernels may read it back.
+      if (_partition) cublasSetSmCountTarget(b, static_cast<int>(_partition->sms(urgent)));
       _streams.push_back(s);
       _blas.push_back(b);
     }
@@ -81,6 +88,7 @@ class cuda_backend final : public gpu_backend {
     for (auto s : _streams) cudaStreamDestroy(s);
     cudaStreamDestroy(_h2d);
     cudaStreamDestroy(_d2h);
+    _partition.reset();
   }
 
   void submit(task_node* t) override {
@@ -410,6 +418,7 @@ class cuda_backend final : public gpu_backend {
 
   runtime_impl& _rt;
   int _device;
+  std::unique_ptr<sm_partition> _partition;  // with runtime_options::gpu_urgent_sms
   std::vector<cudaStream_t> _streams;
   std::vector<cublasHandle_t> _blas;
   cudaStream_t _h2d = nullptr, _d2h = nullptr;

@@ -49,6 +49,11 @@ struct runtime_options {
   // with CUDA's highest stream priority, so the device's block scheduler favours them (tasks on a
   // critical path, say). The default: no such stream.
   int gpu_urgent_priority = std::numeric_limits<int>::max();
+  // With an urgent stream: SMs reserved for it (CUDA green contexts, driver 12.5 or later), the
+  // other streams get the rest. Stream priorities order only thread blocks not yet started, so
+  // urgent work still waits for the running blocks of a long GEMM; reserved SMs never do.
+  // 0: no reservation, every stream may use every SM.
+  unsigned gpu_urgent_sms = 0;
 };
 
 // Bytes and copies the GPU backend moved between host and device.
