@@ -42,6 +42,16 @@ inline double norm1_sym_upper(int n, const double* a, int lda) {
   return LAPACKE_dlansy(LAPACK_COL_MAJOR, '1', 'U', n, a, lda);
 }
 
+// C := Q C, Q from LAPACK GEQRT (V: m x k, T: nb x k); work: at least max(m, n) * nb.
+inline int gemqrt_left(int m, int n, int k, int nb, const float* v, int ldv, const float* t, int ldt,
+                       float* c, int ldc, float* work) {
+  return LAPACKE_sgemqrt_work(LAPACK_COL_MAJOR, 'L', 'N', m, n, k, nb, v, ldv, t, ldt, c, ldc, work);
+}
+inline int gemqrt_left(int m, int n, int k, int nb, const double* v, int ldv, const double* t, int ldt,
+                       double* c, int ldc, double* work) {
+  return LAPACKE_dgemqrt_work(LAPACK_COL_MAJOR, 'L', 'N', m, n, k, nb, v, ldv, t, ldt, c, ldc, work);
+}
+
 // LAPACK's relative machine precision (LAMCH('E'): half of numeric_limits::epsilon when rounding).
 inline double lamch_eps(float) { return LAPACKE_slamch('E'); }
 inline double lamch_eps(double) { return LAPACKE_dlamch('E'); }

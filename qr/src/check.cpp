@@ -9,6 +9,31 @@
 
 namespace tessera::qr {
 
+namespace {
+// ||A - Q R|| and ||I - Q^T Q|| for a thin Q (m x k, k = min(m, n)) and R (k x n).
+template <class T>
+qr_residuals residuals(int m, int n, const T* q, const T* r, const T* a, int lda) {
+  const int k = std::min(m, n);
+  const std::size_t mm = std::size_t(m);
+  std::vector<T> w(mm * n);
+  for (int c = 0; c < n; ++c)
+    std::copy_n(a + std::size_t(c) * lda, m, w.begin() + std::ptrdiff_t(std::size_t(c) * mm));
+  blas::gemm_sub(m, n, k, q, m, r, k, w.data(), m);
+
+  const double eps = blas::lamch_eps(T());
+  const double scale = double(std::max(m, n)) * eps;
+  const double anorm = blas::norm1(m, n, a, lda);
+  qr_residuals res;
+  res.qr = blas::norm1(m, n, w.data(), m) / ((anorm > 0 ? anorm : 1.0) * scale);
+
+  std::vector<T> e(std::size_t(k) * k, T(0));
+  for (int i = 0; i < k; ++i) e[i + std::size_t(i) * k] = T(1);
+  blas::syrk_sub(k, m, q, m, e.data(), k);
+  res.orth = blas::norm1_sym_upper(k, e.data(), k) / scale;
+  return res;
+}
+}  // namespace
+
 template <class T>
 qr_residuals check_qr(runtime& rt, const qr_factors<T>& f, const T* a, int lda) {
   constexpr const char* func = "check_qr";
@@ -25,25 +50,37 @@ qr_residuals check_qr(runtime& rt, const qr_factors<T>& f, const T* a, int lda) 
   for (int c = 0; c < n; ++c)
     for (int i = 0; i <= std::min(c, k - 1); ++i) r[i + std::size_t(c) * k] = f.a()(i, c);
 
-  std::vector<T> w(mm * n);
+  return residuals(m, n, q.data(), r.data(), a, lda);
+}
+
+template <class T>
+qr_residuals check_geqrt(int m, int n, int nb, const T* qr, int ldqr, const T* t, int ldt, const T* a,
+                         int lda) {
+  constexpr const char* func = "check_geqrt";
+  detail::require_at_least(func, "n", n, 1);
+  detail::require_at_least(func, "m", m, n, "n");
+  detail::require_at_least(func, "nb", nb, 1);
+  detail::require_at_least(func, "ldqr", ldqr, m, "m");
+  detail::require_at_least(func, "ldt", ldt, std::min(nb, n), "min(nb, n)");
+  detail::require_at_least(func, "lda", lda, m, "m");
+  if (!a || !qr || !t) detail::invalid(func, "a matrix is null");
+  const std::size_t mm = std::size_t(m);
+  std::vector<T> work(std::size_t(std::min(nb, n)) * mm);
+  // The thin Q: Q [I; 0]. R: the upper triangle of the factored matrix.
+  std::vector<T> q(mm * n, T(0));
+  for (int i = 0; i < n; ++i) q[i + std::size_t(i) * mm] = T(1);
+  if (blas::gemqrt_left(m, n, n, std::min(nb, n), qr, ldqr, t, ldt, q.data(), m, work.data()) != 0)
+    detail::invalid(func, "LAPACK GEMQRT rejected the factors");
+  std::vector<T> r(std::size_t(n) * n, T(0));
   for (int c = 0; c < n; ++c)
-    std::copy_n(a + std::size_t(c) * lda, m, w.begin() + std::ptrdiff_t(std::size_t(c) * mm));
-  blas::gemm_sub(m, n, k, q.data(), m, r.data(), k, w.data(), m);
-
-  const double eps = blas::lamch_eps(T());
-  const double scale = double(std::max(m, n)) * eps;
-  const double anorm = blas::norm1(m, n, a, lda);
-  qr_residuals res;
-  res.qr = blas::norm1(m, n, w.data(), m) / ((anorm > 0 ? anorm : 1.0) * scale);
-
-  std::vector<T> e(std::size_t(k) * k, T(0));
-  for (int i = 0; i < k; ++i) e[i + std::size_t(i) * k] = T(1);
-  blas::syrk_sub(k, m, q.data(), m, e.data(), k);
-  res.orth = blas::norm1_sym_upper(k, e.data(), k) / scale;
-  return res;
+    for (int i = 0; i <= c; ++i) r[i + std::size_t(c) * n] = qr[i + std::size_t(c) * ldqr];
+  return residuals(m, n, q.data(), r.data(), a, lda);
 }
 
 template qr_residuals check_qr<float>(runtime&, const qr_factors<float>&, const float*, int);
 template qr_residuals check_qr<double>(runtime&, const qr_factors<double>&, const double*, int);
+template qr_residuals check_geqrt<float>(int, int, int, const float*, int, const float*, int, const float*, int);
+template qr_residuals check_geqrt<double>(int, int, int, const double*, int, const double*, int, const double*,
+                                          int);
 
 }  // namespace tessera::qr

@@ -12,6 +12,10 @@ namespace tessera::qr::detail {
   throw std::invalid_argument(std::string("tessera::qr::") + func + ": " + what);
 }
 
+[[noreturn]] inline void out_of_device_memory(const char* func, const std::string& what) {
+  throw std::runtime_error(std::string("tessera::qr::") + func + ": out of device memory for the " + what);
+}
+
 // "nb = 0: must be >= 1"
 inline void require_at_least(const char* func, const char* name, long long value, long long min,
                              const char* min_text = nullptr) {

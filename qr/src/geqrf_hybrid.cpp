@@ -11,8 +11,7 @@
 #if TESSERA_QR_CUDA
 #include <cuda_runtime.h>
 
-#include <map>
-
+#include "gpu_workspace.hpp"
 #include "tessera/kernels_gpu.hpp"
 #include "tessera/sched/cuda.hpp"
 #endif
@@ -126,7 +125,6 @@ class gpu_update_tasks {
         _rt.release_device(_f.ha()(i, j));
         _rt.release_device(_f.ht()(i, j));
       }
-    for (auto& [stream, buffer] : _work) cudaFreeAsync(buffer.first, static_cast<cudaStream_t>(stream));
     cudaDeviceSynchronize();
     cudaFree(_da);
     cudaFree(_dt);
@@ -143,7 +141,7 @@ class gpu_update_tasks {
       const T* v = device_ptr<T>(ctx, hv);
       const int ldv = static_cast<int>(ctx.device_pitch(hv) / sizeof(T));
       const std::size_t lwork = kernels::gpu_ormqr_workspace_size(mk, n, kk);
-      kernels::gpu_ormqr(mk, n, kk, ib, v, ldv, tile_t(k, k), _lddt, c, ldda, workspace(ctx, lwork), lwork,
+      kernels::gpu_ormqr(mk, n, kk, ib, v, ldv, tile_t(k, k), _lddt, c, ldda, _work.get(ctx, lwork), lwork,
                          blas_of(ctx));
       detail::tick(_progress);
     });
@@ -165,7 +163,7 @@ class gpu_update_tasks {
     auto b = _rt.task([=, this](task_context& ctx) {
       const std::size_t lwork = kernels::gpu_sssmqr_workspace_size(count, nb, nk, n);
       kernels::gpu_sssmqr(count, nb, m_last, n, nk, ib, a1, ldda, a2, ldda, v, ldda, tb, lddt,
-                          std::ptrdiff_t(ib), workspace(ctx, lwork), lwork, blas_of(ctx));
+                          std::ptrdiff_t(ib), _work.get(ctx, lwork), lwork, blas_of(ctx));
       detail::tick(_progress);
     });
     b.on(device::gpu);
@@ -182,21 +180,6 @@ class gpu_update_tasks {
   T* tile_a(int i, int j) const { return _da + std::size_t(i) * _nb + std::size_t(j) * _nb * std::size_t(_ldda); }
   T* tile_t(int i, int j) const { return _dt + std::size_t(i) * _ib + std::size_t(j) * _nb * std::size_t(_lddt); }
 
-  // Per-stream device workspace, grown (stream-ordered pool) to the largest request. GPU task
-  // bodies run on the runtime's one GPU thread, so the map needs no lock.
-  T* workspace(task_context& ctx, std::size_t elements) {
-    auto& [ptr, size] = _work[ctx.stream()];
-    if (size < elements) {
-      cudaStream_t s = stream_of(ctx);
-      if (ptr) cudaFreeAsync(ptr, s);
-      ptr = nullptr;
-      check(cudaMallocAsync(reinterpret_cast<void**>(&ptr), sizeof(T) * elements, s),
-            "out of device memory for " + std::to_string(sizeof(T) * elements) + " bytes of workspace");
-      size = elements;
-    }
-    return ptr;
-  }
-
   runtime& _rt;
   qr_factors<T>& _f;
   const detail::tile_qr_tasks<T>& _cpu;
@@ -204,7 +187,7 @@ class gpu_update_tasks {
   int _nb, _ib, _ldda = 0, _lddt = 0;
   T* _da = nullptr;
   T* _dt = nullptr;
-  std::map<void*, std::pair<T*, std::size_t>> _work;
+  detail::gpu_workspace<T> _work{"geqrf_hybrid"};
 };
 }  // namespace
 

@@ -29,6 +29,9 @@ struct config {
   int m = 2048, n = 2048, nb = 256, ib = 32;
   std::string precision = "d";
   std::string device = "auto";   // auto: hybrid with a GPU, cpu without
+  std::string algorithm = "tile";  // tile, or blocked (gpu/hybrid: LAPACK-style, panels on the GPU)
+  int bulk_columns = tessera::qr::blocked_options{}.bulk_columns;
+  int chunked_steps = tessera::qr::blocked_options{}.chunked_steps;
   bool lookahead_given = false;
   bool split_next = true;
   int gpu_rows = tessera::qr::hybrid_options{}.gpu_rows;
@@ -36,6 +39,7 @@ struct config {
   unsigned gpu_streams = tessera::qr::hybrid_runtime_options().gpu_streams;
   unsigned stream_depth = tessera::qr::hybrid_runtime_options().gpu_stream_depth;
   bool urgent_stream = true;
+  unsigned urgent_sms = tessera::qr::hybrid_runtime_options().gpu_urgent_sms;
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   bool check = false;
   std::string trace;
@@ -96,6 +100,18 @@ std::vector<T> random_matrix(int m, int n, std::uint64_t seed) {
   return a;
 }
 
+// What moved since `before` (the runtime's counts are cumulative): the last run's transfers.
+tessera::transfer_stats since(const tessera::transfer_stats& before, const tessera::transfer_stats& now) {
+  return {now.h2d_bytes - before.h2d_bytes, now.d2h_bytes - before.d2h_bytes, now.h2d_copies - before.h2d_copies,
+          now.d2h_copies - before.d2h_copies};
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t mid = v.size() / 2;
+  return v.size() % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
+}
+
 void write_trace(const config& c, tessera::runtime& rt) {
   // Only the last run is traced: drop edges from tasks of earlier runs, which are not in it.
   tessera::trace_data trace = rt.trace();
@@ -108,6 +124,72 @@ void write_trace(const config& c, tessera::runtime& rt) {
   tessera::print_summary(trace, tessera::summarize(trace), out);
 }
 
+tessera::runtime_options gpu_runtime_options(const config& c) {
+  tessera::runtime_options ro = tessera::qr::hybrid_runtime_options(c.threads);
+  ro.gpu_streams = c.gpu_streams;
+  ro.gpu_stream_depth = c.stream_depth;
+  if (!c.urgent_stream) ro.gpu_urgent_priority = std::numeric_limits<int>::max();
+  ro.gpu_urgent_sms = c.urgent_sms;
+  return ro;
+}
+
+// A pinned host buffer of count elements (the blocked QR works in place on column-major memory).
+template <class T>
+struct pinned_buffer {
+  tessera::qr::tile_allocator alloc = tessera::qr::pinned_allocator();
+  std::size_t bytes;
+  T* data;
+  explicit pinned_buffer(std::size_t count)
+      : bytes(sizeof(T) * std::max<std::size_t>(count, 1)),
+        data(static_cast<T*>(alloc.allocate ? alloc.allocate(bytes) : ::operator new(bytes))) {}
+  ~pinned_buffer() {
+    if (alloc.deallocate) alloc.deallocate(data, bytes);
+    else ::operator delete(data);
+  }
+  pinned_buffer(const pinned_buffer&) = delete;
+  pinned_buffer& operator=(const pinned_buffer&) = delete;
+};
+
+// The blocked QR on the GPU: A copied into a pinned column-major buffer outside the timing, then
+// factored in place (the copies to the device and back included in the time).
+template <class T>
+result run_blocked(const config& c) {
+  tessera::runtime rt(gpu_runtime_options(c));
+  const std::vector<T> a = random_matrix<T>(c.m, c.n, c.seed);
+  const std::size_t size = std::size_t(c.m) * std::size_t(c.n);
+  pinned_buffer<T> work(size), t(std::size_t(c.nb) * std::size_t(c.n));
+  tessera::qr::blocked_options options;
+  std::atomic<std::uint64_t> done{0};
+  options.nb = c.nb;
+  options.ib = c.ib;
+  options.bulk_columns = c.bulk_columns;
+  options.chunked_steps = c.chunked_steps;
+  options.progress = &done;
+  const std::uint64_t total = tessera::qr::geqrt_gpu_task_count(c.m, c.n, options) * std::uint64_t(c.repeat);
+  std::vector<double> seconds;
+  tessera::transfer_stats before;
+  {
+    progress_reporter reporter(done, total);
+    for (int r = 0; r < c.repeat; ++r) {
+      std::copy_n(a.data(), size, work.data);
+      if (!c.trace.empty() && r + 1 == c.repeat) rt.enable_trace(true);
+      before = rt.transfers();
+      const auto t0 = std::chrono::steady_clock::now();
+      tessera::qr::geqrt_gpu(rt, c.m, c.n, work.data, c.m, t.data, c.nb, options);
+      seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  }
+  if (!c.trace.empty()) {
+    rt.enable_trace(false);
+    write_trace(c, rt);
+  }
+  result res;
+  res.transfers = since(before, rt.transfers());
+  res.seconds = median(seconds);
+  if (c.check) res.residuals = tessera::qr::check_geqrt(c.m, c.n, c.nb, work.data, c.m, t.data, c.nb, a.data(), c.m);
+  return res;
+}
+
 // One path for every device: tiles in and factorization timed together (column-major in, like
 // LAPACK's GEQRF; the GPU's copies in and out included), tile storage allocated once outside the
 // timing (pinned when the GPU takes part).
@@ -116,14 +198,8 @@ result run(const config& c) {
   const bool gpu = c.device != "cpu";
   if (gpu && !tessera::qr::hybrid_available())
     throw device_unavailable("--device " + c.device + ": no CUDA device here (or Tessera built without CUDA)");
-  tessera::runtime_options ro = gpu ? tessera::qr::hybrid_runtime_options(c.threads)
-                                     : tessera::runtime_options{.workers = c.threads};
-  if (gpu) {
-    ro.gpu_streams = c.gpu_streams;
-    ro.gpu_stream_depth = c.stream_depth;
-    if (!c.urgent_stream) ro.gpu_urgent_priority = std::numeric_limits<int>::max();
-  }
-  tessera::runtime rt(ro);
+  if (c.algorithm == "blocked") return run_blocked<T>(c);
+  tessera::runtime rt(gpu ? gpu_runtime_options(c) : tessera::runtime_options{.workers = c.threads});
   tessera::qr::qr_factors<T> f(rt, c.m, c.n, c.nb, c.ib,
                                gpu && c.pinned ? tessera::qr::pinned_allocator() : tessera::qr::tile_allocator{});
   const std::vector<T> a = random_matrix<T>(c.m, c.n, c.seed);
@@ -142,11 +218,13 @@ result run(const config& c) {
                               std::uint64_t(c.repeat);
 
   std::vector<double> seconds;
+  tessera::transfer_stats before;
   {
     progress_reporter reporter(done, total);
     tessera::qr::blas_threads single(1);
     for (int r = 0; r < c.repeat; ++r) {
       if (!c.trace.empty() && r + 1 == c.repeat) rt.enable_trace(true);
+      before = rt.transfers();
       const auto t0 = std::chrono::steady_clock::now();
       tessera::qr::to_tiles_async(rt, a.data(), c.m, f.a(), f.ha(), "A");
       if (gpu) {
@@ -164,10 +242,8 @@ result run(const config& c) {
   }
 
   result res;
-  res.transfers = rt.transfers();
-  std::sort(seconds.begin(), seconds.end());
-  const std::size_t mid = seconds.size() / 2;
-  res.seconds = seconds.size() % 2 ? seconds[mid] : (seconds[mid - 1] + seconds[mid]) / 2;
+  res.transfers = since(before, rt.transfers());
+  res.seconds = median(seconds);
   if (c.check) res.residuals = tessera::qr::check_qr(rt, f, a.data(), c.m);
   return res;
 }
@@ -177,6 +253,8 @@ void print_text(const config& c, const result& r, double gflops) {
               c.precision == "s" ? "single" : "double", c.device.c_str());
   if (c.device == "cpu")
     std::printf("running on the CPUs (%u threads)\n", c.threads);
+  else if (c.algorithm == "blocked")
+    std::printf("blocked QR, panels and updates on the GPU (%s), lookahead 1\n", tessera::qr::gpu_name().c_str());
   else
     std::printf("running on %u CPU threads and the GPU (%s), lookahead %d\n", c.threads,
                 tessera::qr::gpu_name().c_str(), c.lookahead);
@@ -204,9 +282,10 @@ void print_json(const config& c, const result& r, double gflops) {
   const auto& res = r.residuals;
   std::printf(
       "{\"m\": %d, \"n\": %d, \"nb\": %d, \"ib\": %d, \"precision\": \"%s\", \"device\": \"%s\", "
+      "\"algorithm\": \"%s\", "
       "\"threads\": %u, \"lookahead\": %d, \"seconds\": %s, \"gflops\": %s, \"residual_qr\": %s, "
       "\"residual_orth\": %s, \"passed\": %s, \"h2d_bytes\": %llu, \"d2h_bytes\": %llu}\n",
-      c.m, c.n, c.nb, c.ib, c.precision.c_str(), c.device.c_str(), c.threads, c.lookahead,
+      c.m, c.n, c.nb, c.ib, c.precision.c_str(), c.device.c_str(), c.algorithm.c_str(), c.threads, c.lookahead,
       number(r.seconds).c_str(), number(gflops).c_str(),
       number(res ? std::optional(res->qr) : std::nullopt).c_str(),
       number(res ? std::optional(res->orth) : std::nullopt).c_str(),
@@ -227,6 +306,15 @@ int main(int argc, char** argv) {
   app.add_option("--precision", c.precision, "s (float) or d (double)")->check(CLI::IsMember({"s", "d"}));
   app.add_option("--device", c.device, "auto (hybrid with a GPU, else cpu), cpu, gpu (lookahead 1) or hybrid")
       ->check(CLI::IsMember({"auto", "cpu", "gpu", "hybrid"}));
+  app.add_option("--algorithm", c.algorithm,
+                 "tile (the seed's tile QR) or blocked (gpu/hybrid: LAPACK-style blocked QR, panels on the GPU, "
+                 "LAPACK GEQRT output)")
+      ->check(CLI::IsMember({"tile", "blocked"}));
+  app.add_option("--bulk-columns", c.bulk_columns,
+                 "blocked: column blocks per bulk update task in the first --chunked-steps steps (0: all)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--chunked-steps", c.chunked_steps, "blocked: steps whose bulk update is split by --bulk-columns")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--threads", c.threads, "CPU workers (default: all cores)")->check(CLI::PositiveNumber);
   app.add_flag("--check", c.check, "compute ||A - QR|| and ||I - Q^T Q|| (threshold 60)");
   app.add_option("--trace", c.trace, "write a trace of the last run: FILE.json, .dot or .svg");
@@ -243,6 +331,7 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_flag("!--no-urgent-stream", c.urgent_stream,
                "gpu/hybrid: no stream of its own for the GPU tasks on the CPUs' path (for comparison)");
+  app.add_option("--urgent-sms", c.urgent_sms, "gpu/hybrid: SMs reserved for the urgent stream (0: none)");
   app.add_option("--lookahead", c.lookahead, "tile columns the CPUs update ahead of the GPU (hybrid; default: tuned)")
       ->check(CLI::NonNegativeNumber);
   try {
@@ -259,7 +348,12 @@ int main(int argc, char** argv) {
     if (c.device == "cpu" && !c.json)
       std::printf("tessera_qr: no CUDA device: running on the CPUs\n");
   }
-  if (c.device != "cpu" && !nb_given) c.nb = tessera::qr::default_gpu_tile_size(c.n);
+  if (c.algorithm == "blocked" && c.device == "cpu") {
+    std::fprintf(stderr, "tessera_qr: error: --algorithm blocked runs on the GPU: use --device gpu or hybrid\n");
+    return 2;
+  }
+  if (c.device != "cpu" && !nb_given)
+    c.nb = c.algorithm == "blocked" ? tessera::qr::default_blocked_nb(c.n) : tessera::qr::default_gpu_tile_size(c.n);
   if (c.device == "gpu") c.lookahead = 1;  // the seed's "GPU-only": the CPUs keep only the next panel
   else if (c.device == "hybrid" && !c.lookahead_given)
     c.lookahead = tessera::qr::default_lookahead((c.n + c.nb - 1) / std::max(c.nb, 1));

@@ -7,6 +7,7 @@
 #include "tessera/qr/gels.hpp"
 #include "tessera/qr/geqrf.hpp"
 #include "tessera/qr/geqrf_hybrid.hpp"
+#include "tessera/qr/geqrt_gpu.hpp"
 #include "tessera/qr/layout.hpp"
 #include "tessera/qr/tile_matrix.hpp"
 #include "tessera/qr/ungqr.hpp"

@@ -1,0 +1,211 @@
+// geqrt_gpu (blocked QR in LAPACK GEQRT form, the panels on the GPU, as tasks on the runtime), float
+// and double: residuals over shapes (one panel, ragged last panels, ib not dividing nb, bulk updates
+// split, padding rows untouched), |diag R| and the full R against LAPACK's GEQRT, NaN/Inf input
+// rejected with A and T untouched and the runtime still usable, argument errors, and
+// geqrt_gpu_task_count against the progress ticks. Skips (exit 77) where there is no CUDA device.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "tessera/qr.hpp"
+#include "tessera/sched.hpp"
+#include "test_util.hpp"
+
+#define LAPACK_COMPLEX_CPP
+#include <lapacke.h>
+
+namespace {
+const bool skip_without_device = tessera::testing::skip_unless(tessera::qr::hybrid_available());
+
+inline lapack_int lapack_geqrt(int m, int n, int nb, float* a, int lda, float* t, int ldt) {
+  return LAPACKE_sgeqrt(LAPACK_COL_MAJOR, m, n, nb, a, lda, t, ldt);
+}
+inline lapack_int lapack_geqrt(int m, int n, int nb, double* a, int lda, double* t, int ldt) {
+  return LAPACKE_dgeqrt(LAPACK_COL_MAJOR, m, n, nb, a, lda, t, ldt);
+}
+
+template <class T>
+constexpr T t_sentinel = T(-777.25);
+
+// A random m x n matrix (lda = m + pad, the padding random too), its copy, and T (nb x n) filled
+// with a sentinel.
+template <class T>
+struct problem {
+  int m, n, lda, nb;
+  std::vector<T> a0, a, t;
+  problem(int rows, int cols, int pad, int panel, std::uint64_t salt)
+      : m(rows), n(cols), lda(rows + pad), nb(panel),
+        a0(tessera::testing::random_matrix<T>(rows, cols, rows + pad, salt)), a(a0),
+        t(std::size_t(panel) * std::size_t(cols), t_sentinel<T>) {}
+  void factor(tessera::runtime& rt, const tessera::qr::blocked_options& o) {
+    tessera::qr::geqrt_gpu(rt, m, n, a.data(), lda, t.data(), nb, o);
+  }
+  tessera::qr::qr_residuals check() const {
+    return tessera::qr::check_geqrt(m, n, nb, a.data(), lda, t.data(), nb, a0.data(), lda);
+  }
+  T at(const std::vector<T>& x, int i, int j) const { return x[i + std::size_t(j) * std::size_t(lda)]; }
+};
+
+tessera::qr::blocked_options blocked(int nb, int ib, int bulk_columns = 0) {
+  tessera::qr::blocked_options o;
+  o.nb = nb;
+  o.ib = ib;
+  o.bulk_columns = bulk_columns;
+  o.chunked_steps = bulk_columns > 0 ? 3 : 0;  // the first steps' bulk updates split, the rest whole
+  return o;
+}
+
+template <class T>
+bool bitwise_equal(const std::vector<T>& x, const std::vector<T>& y) {
+  return x.size() == y.size() && std::memcmp(x.data(), y.data(), sizeof(T) * x.size()) == 0;
+}
+}  // namespace
+
+TEST_CASE_TEMPLATE("geqrt_gpu: residuals, padding and |diag R| against LAPACK GEQRT over shapes", T, float,
+                   double) {
+  (void)skip_without_device;
+  struct shape {
+    int m, n, nb, ib, bulk_columns, pad;
+  };
+  tessera::runtime rt(tessera::qr::hybrid_runtime_options(4));
+  std::uint64_t salt = 0;
+  for (const shape s : {shape{1000, 1000, 128, 32, 0, 0}, shape{777, 500, 96, 32, 0, 3},
+                        shape{1200, 700, 128, 16, 2, 0}, shape{2048, 2048, 256, 32, 1, 3},
+                        shape{300, 300, 300, 32, 0, 0}, shape{513, 129, 64, 7, 0, 3},
+                        shape{64, 1, 32, 32, 0, 3}, shape{3000, 257, 128, 32, 0, 3}}) {
+    CAPTURE(s.m);
+    CAPTURE(s.n);
+    CAPTURE(s.nb);
+    CAPTURE(s.ib);
+    CAPTURE(s.bulk_columns);
+    CAPTURE(s.pad);
+    problem<T> p(s.m, s.n, s.pad, s.nb, ++salt);
+    p.factor(rt, blocked(s.nb, s.ib, s.bulk_columns));
+    const auto res = p.check();
+    MESSAGE("geqrt_gpu " << s.m << " x " << s.n << " nb " << s.nb << " ib " << s.ib << ": qr residual "
+                         << res.qr << ", orthogonality " << res.orth);
+    CHECK(res.passed());
+
+    bool padding_unchanged = true;
+    for (int j = 0; j < s.n; ++j)
+      for (int i = s.m; i < p.lda; ++i) padding_unchanged &= std::memcmp(&p.a[i + std::size_t(j) * p.lda],
+                                                                        &p.a0[i + std::size_t(j) * p.lda],
+                                                                        sizeof(T)) == 0;
+    CHECK(padding_unchanged);
+
+    // |R(i, i)| against LAPACK, relative to max(|R_ref(i, i)|, ||A(:, 0:i+1)||_F).
+    const int nb_ref = std::min(s.nb, s.n);
+    std::vector<T> ref = p.a0, t_ref(std::size_t(nb_ref) * std::size_t(s.n));
+    REQUIRE(lapack_geqrt(s.m, s.n, nb_ref, ref.data(), p.lda, t_ref.data(), nb_ref) == 0);
+    double worst = 0, columns_sq = 0;
+    for (int i = 0; i < s.n; ++i) {
+      for (int r = 0; r < s.m; ++r) columns_sq += double(p.at(p.a0, r, i)) * double(p.at(p.a0, r, i));
+      const double r_ref = std::abs(double(p.at(ref, i, i))), r_gpu = std::abs(double(p.at(p.a, i, i)));
+      worst = std::max(worst, std::abs(r_gpu - r_ref) / std::max(r_ref, std::sqrt(columns_sq)));
+    }
+    CHECK(worst < (sizeof(T) == sizeof(double) ? 1e-8 : 1e-2));
+  }
+}
+
+TEST_CASE("geqrt_gpu gives LAPACK GEQRT's R (rows' signs fixed)") {
+  const int m = 600, n = 400, nb = 128, ib = 32;
+  tessera::runtime rt(tessera::qr::hybrid_runtime_options(4));
+  problem<double> p(m, n, 0, nb, 100);
+  p.factor(rt, blocked(nb, ib));
+  std::vector<double> ref = p.a0, t_ref(std::size_t(nb) * n);
+  REQUIRE(lapack_geqrt(m, n, nb, ref.data(), m, t_ref.data(), nb) == 0);
+  double diff = 0, norm = 0;
+  for (int i = 0; i < n; ++i) {
+    const double s_gpu = p.at(p.a, i, i) < 0 ? -1 : 1, s_ref = p.at(ref, i, i) < 0 ? -1 : 1;
+    for (int j = i; j < n; ++j) {
+      const double r_ref = s_ref * p.at(ref, i, j), r_gpu = s_gpu * p.at(p.a, i, j);
+      diff += (r_gpu - r_ref) * (r_gpu - r_ref);
+      norm += r_ref * r_ref;
+    }
+  }
+  const double rel = std::sqrt(diff / norm);
+  MESSAGE("||R_gpu - R_lapack||_F / ||R_lapack||_F = " << rel);
+  CHECK(rel < 1e-10);
+}
+
+TEST_CASE_TEMPLATE("geqrt_gpu: NaN and Inf input are rejected, A and T untouched, the runtime usable", T,
+                   float, double) {
+  const int m = 500, n = 400, nb = 128, ib = 32;
+  tessera::runtime rt(tessera::qr::hybrid_runtime_options(4));
+  problem<T> p(m, n, 3, nb, 200);
+  std::string where;
+  SUBCASE("NaN inside the third column block") {
+    p.a[17 + std::size_t(300) * p.lda] = std::numeric_limits<T>::quiet_NaN();
+    where = "A(17, 300) is NaN";
+  }
+  SUBCASE("+Inf in the last row of the last column") {
+    p.a[(m - 1) + std::size_t(n - 1) * p.lda] = std::numeric_limits<T>::infinity();
+    where = "A(499, 399) is Inf";
+  }
+  const std::vector<T> a_before = p.a, t_before = p.t;
+  const std::string message = tessera::testing::invalid_message([&] { p.factor(rt, blocked(nb, ib)); });
+  CHECK_MESSAGE(message.find(where) != std::string::npos, message);
+  CHECK_MESSAGE(message.find("the input matrix must be finite") != std::string::npos, message);
+  CHECK(bitwise_equal(p.a, a_before));
+  CHECK(bitwise_equal(p.t, t_before));
+
+  problem<T> fresh(m, n, 0, nb, 201);  // the same runtime still factors
+  fresh.factor(rt, blocked(nb, ib));
+  const auto res = fresh.check();
+  MESSAGE("after the rejected input: qr residual " << res.qr << ", orthogonality " << res.orth);
+  CHECK(res.passed());
+}
+
+TEST_CASE_TEMPLATE("geqrt_gpu: argument errors name the argument", T, float, double) {
+  namespace qr = tessera::qr;
+  using tessera::testing::invalid_message;
+  const int m = 64, n = 64, nb = 32;
+  tessera::runtime rt(qr::hybrid_runtime_options(2));
+  std::vector<T> a(std::size_t(m) * n, T(1)), t(std::size_t(nb) * n, T(0));
+  auto message = [&](int rows, int cols, T* pa, int lda, int ldt, const qr::blocked_options& o) {
+    return invalid_message([&] { qr::geqrt_gpu(rt, rows, cols, pa, lda, t.data(), ldt, o); });
+  };
+  const auto contains = [](const std::string& s, const char* what) { return s.find(what) != std::string::npos; };
+  std::string e;
+  CHECK_MESSAGE(contains(e = message(32, n, a.data(), m, nb, blocked(nb, 32)), "m = 32"), e);
+  CHECK_MESSAGE(contains(e = message(m, n, a.data(), m, nb, blocked(nb, 0)), "ib = 0"), e);
+  CHECK_MESSAGE(contains(e = message(m, n, a.data(), m, nb, blocked(nb, 33)), "ib = 33"), e);
+  CHECK_MESSAGE(contains(e = message(m, n, a.data(), m - 1, nb, blocked(nb, 32)), "lda"), e);
+  CHECK_MESSAGE(contains(e = message(m, n, a.data(), m, nb - 1, blocked(nb, 32)), "ldt"), e);
+  CHECK_MESSAGE(contains(e = message(m, n, a.data(), m, nb, blocked(nb, 32, -1)), "bulk_columns = -1"), e);
+  CHECK_MESSAGE(contains(e = message(m, n, nullptr, m, nb, blocked(nb, 32)), "A is null"), e);
+  CHECK(bitwise_equal(a, std::vector<T>(std::size_t(m) * n, T(1))));
+
+  tessera::runtime cpu({.workers = 2});  // no GPU streams
+  e = invalid_message([&] { qr::geqrt_gpu(cpu, m, n, a.data(), m, t.data(), nb, blocked(nb, 32)); });
+  CHECK_MESSAGE(contains(e, "no GPU"), e);
+}
+
+TEST_CASE("geqrt_gpu_task_count is the number of progress ticks") {
+  struct shape {
+    int m, n, nb, bulk_columns;
+  };
+  tessera::runtime rt(tessera::qr::hybrid_runtime_options(4));
+  std::uint64_t salt = 300;
+  for (const shape s : {shape{700, 500, 128, 0}, shape{1000, 900, 96, 2}, shape{900, 640, 0, 0}}) {
+    CAPTURE(s.m);
+    CAPTURE(s.n);
+    CAPTURE(s.nb);
+    CAPTURE(s.bulk_columns);
+    std::atomic<std::uint64_t> ticks{0};
+    auto o = blocked(s.nb, 32, s.bulk_columns);
+    o.progress = &ticks;
+    const int nb = s.nb > 0 ? s.nb : tessera::qr::default_blocked_nb(s.n);
+    problem<double> p(s.m, s.n, 0, nb, ++salt);
+    p.factor(rt, o);
+    CHECK(ticks.load() == tessera::qr::geqrt_gpu_task_count(s.m, s.n, o));
+    CHECK(p.check().passed());
+  }
+}
