@@ -9,8 +9,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <random>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -243,5 +245,149 @@ TEST_CASE("GPU tasks wait for a stream in priority order; urgent ones get a stre
     const auto& tr = rt.trace();
     REQUIRE(tr.tracks.size() == 2 + 2 + 2);
     CHECK(tr.tracks[3] == "GPU stream 1 (urgent)");
+  }
+}
+
+TEST_CASE("urgent stream on reserved SMs (gpu_urgent_sms)") {
+  (void)skip_without_device;
+  SUBCASE("urgent, regular and CPU tasks equal sequential execution; urgent ones on the urgent track") {
+    // No depth limit: urgent tasks then always take the urgent stream (with a limit they may spill
+    // onto a regular one when it is full), so the trace must show every one of them there.
+    std::optional<tessera::runtime> maybe_rt;
+    try {
+      maybe_rt.emplace(tessera::runtime_options{.workers = 3, .trace = true, .gpu_streams = 2, .gpu_stream_depth = 0,
+                                                .gpu_urgent_priority = 100, .gpu_urgent_sms = 16});
+    } catch (const std::runtime_error& e) {
+      MESSAGE("no SM partition on this device/driver: " << e.what());
+      return;
+    }
+    tessera::runtime& rt = *maybe_rt;
+    const auto seed = tessera::testing::seed();
+    std::mt19937_64 rng(seed);
+    constexpr int len = 256, data = 4;
+    // SM counts the streams' cuBLAS handles were given (GPU task bodies run one at a time).
+    int urgent_sm_target = -1, regular_sm_target = -1;
+    int urgent_submitted = 0, regular_submitted = 0;
+    for (int program = 0; program < 10; ++program) {
+      CAPTURE(program);
+      std::vector<std::vector<double>> v(data, std::vector<double>(len)), ref(data, std::vector<double>(len));
+      std::vector<tessera::handle> h(data);
+      for (int d = 0; d < data; ++d) {
+        for (int i = 0; i < len; ++i) v[d][i] = ref[d][i] = d * len + i;
+        h[d] = rt.register_data(v[d].data(), len * sizeof(double));
+      }
+      // Powers of two and small integers: every step is exact, the device's and the host's alike.
+      const int tasks = 10 + static_cast<int>(rng() % 40);
+      for (int t = 0; t < tasks; ++t) {
+        const int d = static_cast<int>(rng() % data), s = static_cast<int>(rng() % data);
+        const double alpha = rng() % 2 ? 2.0 : 0.5;
+        switch (rng() % 4) {
+          case 0: {  // urgent GPU: v[d] *= alpha
+            for (auto& e : ref[d]) e *= alpha;
+            rt.task([&urgent_sm_target, hd = h[d], alpha](tessera::task_context& ctx) {
+                  cublasGetSmCountTarget(tessera::blas_of(ctx), &urgent_sm_target);
+                  gpu_scale(ctx, hd, len, alpha);
+                })
+                .on(tessera::device::gpu)
+                .read_write(h[d])
+                .priority(100 + static_cast<int>(rng() % 3))
+                .label("urgent")
+                .submit();
+            ++urgent_submitted;
+            break;
+          }
+          case 1: {  // regular GPU: v[d] *= alpha, or v[d] = v[s] by a copy on the task's stream
+            if (d == s) {
+              for (auto& e : ref[d]) e *= alpha;
+              rt.task([&regular_sm_target, hd = h[d], alpha](tessera::task_context& ctx) {
+                    cublasGetSmCountTarget(tessera::blas_of(ctx), &regular_sm_target);
+                    gpu_scale(ctx, hd, len, alpha);
+                  })
+                  .on(tessera::device::gpu)
+                  .read_write(h[d])
+                  .priority(static_cast<int>(rng() % 4))
+                  .label("regular")
+                  .submit();
+            } else {
+              ref[d] = ref[s];
+              rt.task([hd = h[d], hs = h[s]](tessera::task_context& ctx) {
+                    if (cudaMemcpyAsync(tessera::device_ptr<double>(ctx, hd), tessera::device_ptr<double>(ctx, hs),
+                                        len * sizeof(double), cudaMemcpyDeviceToDevice,
+                                        tessera::stream_of(ctx)) != cudaSuccess)
+                      throw std::runtime_error("cudaMemcpyAsync failed");
+                  })
+                  .on(tessera::device::gpu)
+                  .read(h[s])
+                  .write(h[d])
+                  .priority(static_cast<int>(rng() % 4))
+                  .label("regular")
+                  .submit();
+            }
+            ++regular_submitted;
+            break;
+          }
+          case 2: {  // CPU: v[d] += k
+            const double k = 1.0 + static_cast<double>(rng() % 3);
+            for (auto& e : ref[d]) e += k;
+            rt.task([&v, d, k] { for (auto& e : v[d]) e += k; }).read_write(h[d]).label("cpu").submit();
+            break;
+          }
+          default:  // CPU: v[d] += v[s]
+            if (d == s) break;
+            for (int i = 0; i < len; ++i) ref[d][i] += ref[s][i];
+            rt.task([&v, d, s] { for (int i = 0; i < len; ++i) v[d][i] += v[s][i]; })
+                .read(h[s])
+                .read_write(h[d])
+                .label("cpu")
+                .submit();
+        }
+      }
+      for (int d = 0; d < data; ++d) rt.task([] {}).read(h[d]).label("cpu").submit();  // brings v home
+      rt.wait_all();
+      CHECK_MESSAGE(v == ref, "program " << program << " (TESSERA_SEED=" << seed << ")");
+    }
+    REQUIRE(urgent_submitted > 0);
+    REQUIRE(regular_submitted > 0);
+    // The urgent stream's cuBLAS handle sizes its grids for the reserved SMs (16, or the
+    // device's next split granularity), the regular streams' for the rest.
+    int device_sms = 0;
+    REQUIRE(cudaDeviceGetAttribute(&device_sms, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
+    CHECK(urgent_sm_target >= 16);
+    CHECK(regular_sm_target > 0);
+    CHECK(urgent_sm_target + regular_sm_target <= device_sms);
+    // Tracks: 3 workers, 2 regular streams, the urgent stream, 2 copy engines.
+    const auto& tr = rt.trace();
+    REQUIRE(tr.tracks.size() == 3 + 2 + 1 + 2);
+    int urgent_track = -1;
+    for (std::size_t i = 0; i < tr.tracks.size(); ++i)
+      if (tr.tracks[i].find("(urgent)") != std::string::npos) {
+        CHECK(urgent_track == -1);
+        urgent_track = static_cast<int>(i);
+      }
+    REQUIRE(urgent_track >= 0);
+    int urgent_traced = 0, regular_traced = 0;
+    for (const auto& t : tr.tasks) {
+      if (t.copy) {
+        CHECK(t.track != urgent_track);
+        continue;
+      }
+      CAPTURE(t.id);
+      CAPTURE(t.label);
+      if (t.label == "urgent") {
+        ++urgent_traced;
+        CHECK(t.where == tessera::device::gpu);
+        CHECK(t.priority >= 100);
+        CHECK(t.track == urgent_track);
+      } else {
+        if (t.label == "regular") ++regular_traced;
+        CHECK(t.track != urgent_track);
+      }
+    }
+    CHECK(urgent_traced == urgent_submitted);
+    CHECK(regular_traced == regular_submitted);
+  }
+  SUBCASE("more SMs than the device has: an error that says so") {
+    CHECK_THROWS_WITH_AS(tessera::runtime({.workers = 2, .gpu_streams = 2, .gpu_urgent_priority = 100, .gpu_urgent_sms = 100000}),
+                         doctest::Contains("SM partition"), std::runtime_error);
   }
 }
