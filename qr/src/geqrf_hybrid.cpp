@@ -80,13 +80,6 @@ void* pinned_allocate(std::size_t bytes) {
 }
 void pinned_deallocate(void* p, std::size_t) noexcept { cudaFreeHost(p); }
 
-void check(cudaError_t e, const std::string& what) {
-  if (e != cudaSuccess) {
-    cudaGetLastError();
-    throw std::runtime_error("tessera::qr::geqrf_hybrid: " + what + ": " + cudaGetErrorString(e));
-  }
-}
-
 // The GPU's tasks: aggregated updates of the columns right of the CPUs' lookahead. The device
 // holds A column-major (ldda) and T with ib rows per tile row (lddt); every tile's handle is placed
 // there, so a tile row over many tile columns is one GEMM operand.
@@ -95,16 +88,14 @@ class gpu_update_tasks {
  public:
   gpu_update_tasks(runtime& rt, qr_factors<T>& f, const detail::tile_qr_tasks<T>& cpu,
                    std::atomic<std::uint64_t>* progress)
-      : _rt(rt), _f(f), _cpu(cpu), _progress(progress), _nb(f.nb()), _ib(f.ib()) {
+      : _rt(rt), _f(f), _cpu(cpu), _progress(progress), _nb(f.nb()), _ib(f.ib()), _ldda(f.a().m()),
+        _lddt(f.t().m()),
+        _a_dev("geqrf_hybrid", std::size_t(_ldda) * f.a().n(),
+               std::to_string(f.a().m()) + " x " + std::to_string(f.a().n()) + " matrix"),
+        _t_dev("geqrf_hybrid", std::size_t(_lddt) * f.a().n(), "T factors"),
+        _da(_a_dev.get()),
+        _dt(_t_dev.get()) {
     const tile_matrix<T>& a = f.a();
-    _ldda = a.m();
-    _lddt = f.t().m();
-    check(cudaMalloc(&_da, sizeof(T) * std::size_t(_ldda) * a.n()),
-          "out of device memory for the " + std::to_string(a.m()) + " x " + std::to_string(a.n()) + " matrix");
-    if (cudaMalloc(&_dt, sizeof(T) * std::size_t(_lddt) * a.n()) != cudaSuccess) {
-      cudaFree(_da);
-      check(cudaErrorMemoryAllocation, "out of device memory for the T factors");
-    }
     for (int j = 0; j < a.nt(); ++j)
       for (int i = 0; i < a.mt(); ++i) {
         rt.place_on_device(f.ha()(i, j), tile_a(i, j), sizeof(T) * std::size_t(_ldda));
@@ -126,8 +117,6 @@ class gpu_update_tasks {
         _rt.release_device(_f.ht()(i, j));
       }
     cudaDeviceSynchronize();
-    cudaFree(_da);
-    cudaFree(_dt);
   }
 
   // Q_k^T of GEQRT(k) applied to tile row k, tile columns [j0, j1) (the top row of Figure 6a).
@@ -184,9 +173,10 @@ class gpu_update_tasks {
   qr_factors<T>& _f;
   const detail::tile_qr_tasks<T>& _cpu;
   std::atomic<std::uint64_t>* _progress;
-  int _nb, _ib, _ldda = 0, _lddt = 0;
-  T* _da = nullptr;
-  T* _dt = nullptr;
+  int _nb, _ib, _ldda, _lddt;
+  detail::device_buffer<T> _a_dev, _t_dev;
+  T* _da;
+  T* _dt;
   detail::gpu_workspace<T> _work{"geqrf_hybrid"};
 };
 }  // namespace

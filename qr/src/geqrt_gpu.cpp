@@ -56,16 +56,11 @@ class blocked_qr {
  public:
   blocked_qr(runtime& rt, int m, int n, T* a, int lda, T* t, int ldt, int nb, int ib,
              std::atomic<std::uint64_t>* progress)
-      : _rt(rt), _m(m), _n(n), _nb(nb), _ib(ib), _nt((n + nb - 1) / nb), _progress(progress) {
-    if (cudaMalloc(&_da, sizeof(T) * std::size_t(m) * n) != cudaSuccess) {
-      cudaGetLastError();
-      detail::out_of_device_memory(func, std::to_string(m) + " x " + std::to_string(n) + " matrix");
-    }
-    if (cudaMalloc(&_dt, sizeof(T) * std::size_t(nb) * n) != cudaSuccess) {
-      cudaGetLastError();
-      cudaFree(_da);
-      detail::out_of_device_memory(func, "T factors");
-    }
+      : _rt(rt), _m(m), _n(n), _nb(nb), _ib(ib), _nt((n + nb - 1) / nb), _progress(progress),
+        _a_dev(func, std::size_t(m) * n, std::to_string(m) + " x " + std::to_string(n) + " matrix"),
+        _t_dev(func, std::size_t(nb) * n, "T factors"),
+        _da(_a_dev.get()),
+        _dt(_t_dev.get()) {
     for (int j = 0; j < _nt; ++j) {
       const int w = width(j);
       _col.push_back(rt.register_data(a + std::size_t(j) * nb * lda, sizeof(T) * std::size_t(m), w,
@@ -78,8 +73,6 @@ class blocked_qr {
     _checked = rt.register_key(reinterpret_cast<std::uintptr_t>(this));
     if (cudaMallocHost(&_counts, sizeof(unsigned) * std::size_t(_nt)) != cudaSuccess) {
       cudaGetLastError();
-      cudaFree(_da);
-      cudaFree(_dt);
       throw std::bad_alloc();
     }
     std::fill_n(_counts, _nt, 0u);
@@ -96,8 +89,6 @@ class blocked_qr {
       _rt.release_device(_t[j]);
     }
     cudaDeviceSynchronize();
-    cudaFree(_da);
-    cudaFree(_dt);
     cudaFreeHost(_counts);
   }
 
@@ -184,8 +175,9 @@ class blocked_qr {
   runtime& _rt;
   int _m, _n, _nb, _ib, _nt;
   std::atomic<std::uint64_t>* _progress;
-  T* _da = nullptr;  // m x n, leading dimension m
-  T* _dt = nullptr;  // nb x n
+  detail::device_buffer<T> _a_dev, _t_dev;
+  T* _da;  // m x n, leading dimension m
+  T* _dt;  // nb x n
   unsigned* _counts = nullptr;  // pinned: non-finite entries per column block
   std::vector<handle> _col, _t;
   handle _checked;
