@@ -150,6 +150,34 @@ struct pinned_buffer {
   pinned_buffer& operator=(const pinned_buffer&) = delete;
 };
 
+// Runs factor() c.repeat times, prepare() untimed before each, the last run traced with --trace:
+// the median time and the last run's transfers.
+template <class Prepare, class Factor>
+result time_runs(const config& c, tessera::runtime& rt, const std::atomic<std::uint64_t>& done,
+                 std::uint64_t total, Prepare prepare, Factor factor) {
+  std::vector<double> seconds;
+  tessera::transfer_stats before;
+  {
+    progress_reporter reporter(done, total);
+    for (int r = 0; r < c.repeat; ++r) {
+      prepare();
+      if (!c.trace.empty() && r + 1 == c.repeat) rt.enable_trace(true);
+      before = rt.transfers();
+      const auto t0 = std::chrono::steady_clock::now();
+      factor();
+      seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  }
+  if (!c.trace.empty()) {
+    rt.enable_trace(false);
+    write_trace(c, rt);
+  }
+  result res;
+  res.transfers = since(before, rt.transfers());
+  res.seconds = median(seconds);
+  return res;
+}
+
 // The blocked QR on the GPU: A copied into a pinned column-major buffer outside the timing, then
 // factored in place (the copies to the device and back included in the time).
 template <class T>
@@ -166,26 +194,9 @@ result run_blocked(const config& c) {
   options.chunked_steps = c.chunked_steps;
   options.progress = &done;
   const std::uint64_t total = tessera::qr::geqrt_gpu_task_count(c.m, c.n, options) * std::uint64_t(c.repeat);
-  std::vector<double> seconds;
-  tessera::transfer_stats before;
-  {
-    progress_reporter reporter(done, total);
-    for (int r = 0; r < c.repeat; ++r) {
-      std::copy_n(a.data(), size, work.data);
-      if (!c.trace.empty() && r + 1 == c.repeat) rt.enable_trace(true);
-      before = rt.transfers();
-      const auto t0 = std::chrono::steady_clock::now();
-      tessera::qr::geqrt_gpu(rt, c.m, c.n, work.data, c.m, t.data, c.nb, options);
-      seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
-  }
-  if (!c.trace.empty()) {
-    rt.enable_trace(false);
-    write_trace(c, rt);
-  }
-  result res;
-  res.transfers = since(before, rt.transfers());
-  res.seconds = median(seconds);
+  result res = time_runs(
+      c, rt, done, total, [&] { std::copy_n(a.data(), size, work.data); },
+      [&] { tessera::qr::geqrt_gpu(rt, c.m, c.n, work.data, c.m, t.data, c.nb, options); });
   if (c.check) res.residuals = tessera::qr::check_geqrt(c.m, c.n, c.nb, work.data, c.m, t.data, c.nb, a.data(), c.m);
   return res;
 }
@@ -217,33 +228,16 @@ result run(const config& c) {
                                    : tessera::qr::geqrf_task_count(f.mt(), f.nt())) *
                               std::uint64_t(c.repeat);
 
-  std::vector<double> seconds;
-  tessera::transfer_stats before;
-  {
-    progress_reporter reporter(done, total);
-    tessera::qr::blas_threads single(1);
-    for (int r = 0; r < c.repeat; ++r) {
-      if (!c.trace.empty() && r + 1 == c.repeat) rt.enable_trace(true);
-      before = rt.transfers();
-      const auto t0 = std::chrono::steady_clock::now();
-      tessera::qr::to_tiles_async(rt, a.data(), c.m, f.a(), f.ha(), "A");
-      if (gpu) {
-        tessera::qr::geqrf_hybrid(rt, f, hybrid);
-      } else {
-        tessera::qr::geqrf_async(rt, f, options);
-        rt.wait_all();
-      }
-      seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  tessera::qr::blas_threads single(1);
+  result res = time_runs(c, rt, done, total, [] {}, [&] {
+    tessera::qr::to_tiles_async(rt, a.data(), c.m, f.a(), f.ha(), "A");
+    if (gpu) {
+      tessera::qr::geqrf_hybrid(rt, f, hybrid);
+    } else {
+      tessera::qr::geqrf_async(rt, f, options);
+      rt.wait_all();
     }
-  }
-  if (!c.trace.empty()) {
-    rt.enable_trace(false);
-    write_trace(c, rt);
-  }
-
-  result res;
-  res.transfers = since(before, rt.transfers());
-  res.seconds = median(seconds);
+  });
   if (c.check) res.residuals = tessera::qr::check_qr(rt, f, a.data(), c.m);
   return res;
 }
