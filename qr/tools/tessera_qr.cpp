@@ -338,7 +338,9 @@ int main(int argc, char** argv) {
   c.lookahead_given = app.count("--lookahead") > 0;
   const bool nb_given = app.count("--nb") > 0;
   if (c.device == "auto") {
-    c.device = tessera::qr::hybrid_available() ? "hybrid" : "cpu";
+    // The blocked QR runs on the GPU alone: without one, say so rather than fall back to the CPUs.
+    if (c.algorithm == "blocked") c.device = "gpu";
+    else c.device = tessera::qr::hybrid_available() ? "hybrid" : "cpu";
     if (c.device == "cpu" && !c.json)
       std::printf("tessera_qr: no CUDA device: running on the CPUs\n");
   }
