@@ -66,7 +66,8 @@ TEST_CASE("tessera_qr: bad arguments exit 2 with a message") {
   for (const bad& b : {bad{"--nb 0", "nb = 0"}, bad{"--nb 64 --ib 24", "does not divide"},
                        bad{"--m 0", "m = 0"}, bad{"--precision x", "precision"},
                        bad{"--device tpu", "device"}, bad{"--repeat 0", "repeat"}, bad{"--lookahead -1", "lookahead"},
-                       bad{"--no-such-option", "no-such-option"},
+                       bad{"--no-such-option", "no-such-option"}, bad{"--algorithm lu", "algorithm"},
+                       bad{"--algorithm blocked --device cpu", "--algorithm blocked runs on the GPU"},
                        bad{"--m 64 --n 64 --trace out.txt", ".json, .dot or .svg"}}) {
     CAPTURE(b.args);
     const outcome o = run(b.args);
@@ -76,12 +77,24 @@ TEST_CASE("tessera_qr: bad arguments exit 2 with a message") {
   }
   CHECK(run("--help").code == 0);
   if (!tessera::qr::hybrid_available()) {
-    for (const char* device : {"--device gpu", "--device hybrid"}) {
+    for (const char* device : {"--device gpu", "--device hybrid", "--algorithm blocked"}) {
       const outcome o = run(device);
       CAPTURE(o.out);
       CHECK(o.code == 2);
       CHECK(o.out.find("no CUDA device") != std::string::npos);
     }
+  }
+}
+
+TEST_CASE("tessera_qr --algorithm blocked on a GPU: checked, JSON names the algorithm") {
+  if (!tessera::qr::hybrid_available()) return;  // without a GPU: the bad-arguments case above
+  for (const char* args : {"--m 700 --n 500 --nb 128 --ib 16 --check", "--m 512 --n 512 --precision s --check"}) {
+    CAPTURE(args);
+    const outcome o = run(std::string(args) + " --algorithm blocked --json" + seed_arg());
+    CAPTURE(o.out);
+    CHECK(o.code == 0);
+    CHECK(o.out.find("\"algorithm\": \"blocked\"") != std::string::npos);
+    CHECK(o.out.find("\"passed\": true") != std::string::npos);
   }
 }
 
