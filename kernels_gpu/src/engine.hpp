@@ -75,16 +75,6 @@ template <class T>
 void unit_lower_copy(const char* kernel, int m, int k, const T* V, int ldv, T* Vc, int ldvc,
                      cudaStream_t stream);
 
-// --- tall A^T B (split_k.cu) ---------------------------------------------------------------------
-// C (k x n, ldc) := A^T B + beta C for A (m x k) and B (m x n) with m large and few output tiles:
-// m split in split_k_parts chunks (one strided-batched GEMM into work, then a sum), or one GEMM when
-// that already fills the GPU. work: split_k_workspace(k, n, m) elements (0 when not split).
-int split_k_parts(int k, int n, int m);
-std::size_t split_k_workspace(int k, int n, int m);
-template <class T>
-void gemm_tn_tall(const char* kernel, cublasHandle_t h, int k, int n, int m, const T* A, int lda, const T* B,
-                  int ldb, T beta, T* C, int ldc, T* work, cudaStream_t stream);
-
 // --- the panel's columns (householder.cu) ------------------------------------------------------
 // Elements of scratch householder_block needs for m rows.
 std::size_t householder_scratch_size(int m);

@@ -1,7 +1,5 @@
 #include <tessera/kernels_gpu/gpu_geqrt.hpp>
 
-#include <algorithm>
-
 #include "check.hpp"
 #include "engine.hpp"
 #include "sizes.hpp"
@@ -22,15 +20,8 @@ std::size_t part(std::size_t elements) { return (elements + 63) / 64 * 64; }
 
 std::size_t gpu_geqrt_workspace_size(int m, int n, int ib) {
   // tau, the blocks' T (ib x n), V made explicit (m x n), V^T V (n x n), W (ib x n), sums.
-  // The split GEMMs' parts: the largest of the blocks' V^T V and V^T C, and the panel's V^T V.
-  std::size_t split = detail::split_k_workspace(n, n, m);
-  for (int j0 = 0; j0 < n && ib > 0; j0 += ib) {
-    const int jb = min_int(ib, n - j0);
-    split = std::max({split, detail::split_k_workspace(jb, jb, m - j0),
-                      detail::split_k_workspace(jb, n - j0 - jb, m - j0)});
-  }
   return part(elems(n, 1)) + 2 * part(elems(ib, n)) + part(elems(m, n)) + part(elems(n, n)) +
-         part(detail::householder_scratch_size(m)) + split;
+         detail::householder_scratch_size(m);
 }
 
 template <class T>
@@ -59,7 +50,6 @@ void gpu_geqrt(int m, int n, int ib, T* A, int lda, T* Tf, int ldt, T* work, std
   T* G = Vc + part(elems(m, n));    // n x n (a block's jb x jb, then the panel's)
   T* W = G + part(elems(n, n));     // ib x n
   T* sums = W + part(elems(ib, n));
-  T* parts = sums + part(detail::householder_scratch_size(m));  // the split GEMMs' partial results
   auto at = [](T* p, int i, int j, int ld) { return p + i + static_cast<std::ptrdiff_t>(j) * ld; };
 
   // The SMs this handle's stream may use: cuBLAS's target when the caller set one (a partitioned
@@ -77,12 +67,14 @@ void gpu_geqrt(int m, int n, int ib, T* A, int lda, T* Tf, int ldt, T* work, std
     T* Vj = at(Vc, j0, j0, m);
     detail::householder_block(kernel, rows, jb, Aj, lda, tau + j0, Vj, m, sums, sms, s);
     // This block's T from its V and taus (blocks of one column), then its Q^T on the panel's rest.
-    detail::gemm_tn_tall(kernel, handle, jb, jb, rows, Vj, m, Vj, m, T(0), G, jb, parts, s);
+    detail::check(kernel, "gemm (V^T V)",
+                  detail::gemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, jb, jb, rows, T(1), Vj, m, Vj, m, T(0), G, jb));
     T* Tj = at(Tb, 0, j0, ib);
     detail::build_full_t(kernel, 1, jb, 1, G, tau + j0, 1, 0, Tj, ib, 0, false, s);
     if (rest == 0) break;
     T* C = at(A, j0, j0 + jb, lda);
-    detail::gemm_tn_tall(kernel, handle, jb, rest, rows, Vj, m, C, lda, T(0), W, ib, parts, s);
+    detail::check(kernel, "gemm (W = V^T C)",
+                  detail::gemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, jb, rest, rows, T(1), Vj, m, C, lda, T(0), W, ib));
     detail::check(kernel, "trmm (W = T^T W)",
                   detail::trmm_upper_left(handle, CUBLAS_OP_T, jb, rest, T(1), Tj, ib, W, ib, W, ib));
     detail::check(kernel, "gemm (C -= V W)",
@@ -92,7 +84,8 @@ void gpu_geqrt(int m, int n, int ib, T* A, int lda, T* Tf, int ldt, T* work, std
   // The whole panel's T from V^T V and the blocks' T (a block column of ib at a time: a column at a
   // time took 0.87 ms for n = 256 on an H100).
   detail::unit_lower_copy(kernel, m, n, A, lda, Vc, m, s);
-  detail::gemm_tn_tall(kernel, handle, n, n, m, Vc, m, Vc, m, T(0), G, n, parts, s);
+  detail::check(kernel, "gemm (V^T V)",
+                detail::gemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, n, m, T(1), Vc, m, Vc, m, T(0), G, n));
   detail::build_full_t(kernel, 1, n, ib, G, Tb, ib, 0, Tf, ldt, 0, false, s);
 }
 

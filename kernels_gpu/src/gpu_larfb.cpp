@@ -12,9 +12,7 @@ using detail::require_ge;
 using detail::require_le;
 using detail::require_ptr;
 
-std::size_t gpu_larfb_workspace_size(int m, int n, int k) {
-  return elems(m, k) + elems(k, n) + detail::split_k_workspace(k, n, m);
-}
+std::size_t gpu_larfb_workspace_size(int m, int n, int k) { return elems(m, k) + elems(k, n); }
 
 template <class T>
 void gpu_larfb(int m, int n, int k, const T* V, int ldv, const T* Tf, int ldt, T* C, int ldc,
@@ -39,9 +37,10 @@ void gpu_larfb(int m, int n, int k, const T* V, int ldv, const T* Tf, int ldt, T
   detail::host_pointer_mode mode(kernel, handle);
   const cudaStream_t s = detail::stream_of(kernel, handle);
   T* Vc = work;               // m x k, ld m
-  T* W = Vc + elems(m, k);    // k x n, ld k; then the split GEMM's parts
+  T* W = Vc + elems(m, k);    // k x n, ld k
   detail::unit_lower_copy(kernel, m, k, V, ldv, Vc, m, s);
-  detail::gemm_tn_tall(kernel, handle, k, n, m, Vc, m, C, ldc, T(0), W, k, W + elems(k, n), s);
+  detail::check(kernel, "gemm (W = V^T C)",
+                detail::gemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, k, n, m, T(1), Vc, m, C, ldc, T(0), W, k));
   detail::check(kernel, "trmm (W = T^T W)",
                 detail::trmm_upper_left(handle, CUBLAS_OP_T, k, n, T(1), Tf, ldt, W, k, W, k));
   detail::check(kernel, "gemm (C -= V W)",

@@ -1,6 +1,6 @@
 // The column-at-a-time Householder QR of a narrow block (at most 32 columns) of a tall panel, in
 // one cooperative kernel: its thread blocks share the rows and meet at a grid-wide barrier once
-// per column (a kernel launch per column cost 5-10 us each on an H100 busy with the update).
+// per column, instead of a kernel launch per column.
 //
 // Step j (j = -1 .. nc-1) applies reflector j to the block's rows and, in the same pass over
 // them, sums what reflector j+1 needs: x^T x and x^T a_c for every later column c, x being

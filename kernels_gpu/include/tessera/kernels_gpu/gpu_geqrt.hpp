@@ -3,9 +3,9 @@
 // lower trapezoidal (stored below R's diagonal) and T upper triangular (n x n, full). A panel of
 // a blocked QR, which the GPU factors while it updates the rest of the matrix.
 //
-// Blocks of ib columns are factored one column at a time by a custom kernel (one launch per
-// column: a pass over the block's rows applies the previous reflector and sums the norms and
-// dot products the next one needs); each block's reflectors are applied to the rest of the panel
+// Blocks of ib columns are factored one column at a time by one cooperative kernel per block (a
+// pass over the block's rows per column applies the previous reflector and sums the norms and
+// dot products the next one needs, then a grid-wide barrier); each block's reflectors are applied to the rest of the panel
 // as GEMMs; T comes from V^T V and the blocks' T (the construction gpu_sssmqr uses).
 #include <tessera/kernels_gpu/common.hpp>
 
