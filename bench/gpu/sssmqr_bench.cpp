@@ -12,6 +12,7 @@
 // --all-steps times gpu_sssmqr at every k (the per-step rate of the seed's Figure 7b).
 // --json prints one JSON object per line instead of tables.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cmath>
 #include <cstdlib>
@@ -118,7 +119,7 @@ struct options {
   int n = 32768, nb = 256, ib = 32, runs = 5, gemm_size = 8192;
   std::string precision = "both";
   std::vector<int> steps;
-  bool all_steps = false, json = false, blocked = true, explore = false, gemm_shapes = false;
+  bool all_steps = false, json = false, blocked = true, explore = false, gemm_shapes = false, panel = false;
   std::string plot;
 };
 
@@ -222,6 +223,106 @@ void gemm_shapes(const options& o, gpu& g) {
                     gemm_name<T>(), kk, cols, ld, f / (tn * 1e6), f / (nn * 1e6), 8 * f / (batched * 1e6),
                     fs / (split * 1e6));
     }
+  }
+}
+
+// --panel: gpu_geqrt on m x nb panels (the blocked QR's panels at a few steps of an n x n
+// factorization), well conditioned (uniform random: CholeskyQR2 and reconstruction) beside nearly
+// dependent columns (each a 1e-10 (double) or 1e-5 (float) step from the panel's first, which
+// sends every block to the one-barrier-per-column Householder kernel). Times exclude restoring A.
+template <class T>
+void panel_bench(const options& o, gpu& g) {
+  const int nb = o.nb, ib = gpu_geqrt_max_ib;
+  const T delta = sizeof(T) == 8 ? T(1e-10) : T(1e-5);
+  if (!o.json)
+    std::printf("\n%sGEQRT panels, nb = %d, ib = %d (ms, median of %d; host: the calls' CPU time)\n"
+                "%8s %12s %14s %8s %10s %10s\n", letter<T>(), nb, ib, o.runs, "rows", "random",
+                "near-dependent", "ratio", "host rand", "host near");
+  for (const int m : {o.n, o.n / 2, o.n / 4, o.n / 8, o.n / 32}) {
+    if (m < nb) continue;
+    dev<T> saved(std::size_t(m) * nb), A(std::size_t(m) * nb), Tf(std::size_t(nb) * nb);
+    const std::size_t lwork = gpu_geqrt_workspace_size(m, nb, ib);
+    dev<T> work(lwork);
+    double ms[2] = {0, 0}, host_ms[2] = {0, 0};
+    for (int kind = 0; kind < 2; ++kind) {
+      tessera::bench::fill_uniform(saved.p, saved.n, 11 + kind, g.s);
+      if (kind == 1)  // column j := column 0 + delta * column j
+        for (int j = 1; j < nb; ++j)
+          cublas_ok(geam(g.h, m, 1, T(1), saved.p, m, delta, saved.p + std::size_t(j) * m, m,
+                         saved.p + std::size_t(j) * m, m), "geam");
+      const auto restore = [&] {
+        cuda_ok(cudaMemcpyAsync(A.p, saved.p, sizeof(T) * A.n, cudaMemcpyDeviceToDevice, g.s), "copy");
+      };
+      const double copy = g.median_ms(o.runs, restore);
+      std::vector<double> host;  // the calls' own time on the CPU (the GPU may wait for them)
+      ms[kind] = g.median_ms(o.runs, [&] {
+        restore();
+        const auto t0 = std::chrono::steady_clock::now();
+        gpu_geqrt<T>(m, nb, ib, A.p, m, Tf.p, nb, work.p, lwork, g.h);
+        host.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      }) - copy;
+      std::sort(host.begin(), host.end());
+      host_ms[kind] = host[host.size() / 2];
+    }
+    // One block of ib columns alone: the two ways to factor it (internal calls, engine.hpp).
+    {
+      int sms = 0;
+      cuda_ok(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "sms");
+      T* tau = work.p;
+      T* Vc = work.p + 64;
+      T* scratch = Vc + std::size_t(m) * ib;
+      void* state = scratch + 4096;
+      tessera::bench::fill_uniform(saved.p, saved.n, 13, g.s);
+      const auto restore = [&] {
+        cuda_ok(cudaMemcpyAsync(A.p, saved.p, sizeof(T) * std::size_t(m) * ib, cudaMemcpyDeviceToDevice, g.s), "copy");
+      };
+      const double copy = g.median_ms(o.runs, restore);
+      namespace detail = tessera::kernels::detail;
+      const int* done = nullptr;
+      const double chol = g.median_ms(o.runs, [&] {
+        restore();
+        done = detail::cholqr_block<T>("bench", m, ib, A.p, m, tau, Vc, m, Tf.p, nb, state, sms, g.s);
+        detail::householder_block<T>("bench", m, ib, A.p, m, tau, Vc, m, scratch, sms, done, g.s);
+        detail::block_t_unless_done<T>("bench", m, ib, Vc, m, tau, Tf.p, nb, state, sms, g.s);
+      }) - copy;
+      int done_host = 0;
+      cuda_ok(cudaMemcpy(&done_host, done, sizeof(int), cudaMemcpyDeviceToHost), "copy flag");
+      const double house = g.median_ms(o.runs, [&] {
+        restore();
+        cuda_ok(cudaMemsetAsync(state, 0, detail::cholqr_scratch_bytes(), g.s), "memset");  // nothing done yet
+        detail::householder_block<T>("bench", m, ib, A.p, m, tau, Vc, m, scratch, sms, nullptr, g.s);
+        detail::block_t_unless_done<T>("bench", m, ib, Vc, m, tau, Tf.p, nb, state, sms, g.s);
+      }) - copy;
+      if (!o.json)
+        std::printf("%8s block %d x %d: CholeskyQR2 %.3f ms (%s), Householder kernel %.3f ms\n", "", m, ib, chol,
+                    done_host ? "accepted" : "fell back", house);
+    }
+    // At the first step, the update the panel feeds: gpu_larfb on the m x (m - nb) rest, beside
+    // one GEMM of the same flops shape (m x (m - nb) x nb) as a yardstick.
+    if (m == o.n) {
+      const int w = m - nb;
+      dev<T> C(std::size_t(m) * w), lw(gpu_larfb_workspace_size(m, w, nb));
+      tessera::bench::fill_uniform(C.p, C.n, 14, g.s);
+      const double larfb = g.median_ms(o.runs, [&] {
+        gpu_larfb<T>(m, w, nb, A.p, m, Tf.p, nb, C.p, m, lw.p, lw.n, g.h);
+      });
+      const double gemm_ms = g.median_ms(o.runs, [&] {
+        cublas_ok(gemm(g.h, CUBLAS_OP_N, CUBLAS_OP_N, m, w, nb, T(1), A.p, m, lw.p + std::size_t(m) * nb, nb, T(1),
+                       C.p, m), "gemm");
+      });
+      const double flops = 4.0 * m * double(w) * nb;
+      if (!o.json)
+        std::printf("%8s update %d x %d by %d reflectors: gpu_larfb %.3f ms (%.1f TFLOP/s), two GEMMs "
+                    "%d x %d x %d %.3f ms (%.1f TFLOP/s)\n", "", m, w, nb, larfb, flops / larfb / 1e9, m, w, nb,
+                    2 * gemm_ms, flops / (2 * gemm_ms) / 1e9);
+    }
+    if (o.json)
+      std::printf("{\"bench\":\"panel\",\"precision\":\"%s\",\"rows\":%d,\"nb\":%d,\"ib\":%d,"
+                  "\"ms_random\":%.4f,\"ms_near_dependent\":%.4f,\"host_ms_random\":%.4f,"
+                  "\"host_ms_near_dependent\":%.4f}\n", letter<T>(), m, nb, ib, ms[0], ms[1], host_ms[0], host_ms[1]);
+    else
+      std::printf("%8d %12.3f %14.3f %7.2fx %10.3f %10.3f\n", m, ms[0], ms[1], ms[1] / ms[0], host_ms[0], host_ms[1]);
+    std::fflush(stdout);
   }
 }
 
@@ -478,6 +579,7 @@ int main(int argc, char** argv) {
   app.add_flag("--json", o.json, "JSON lines instead of tables");
   app.add_flag("--explore", o.explore, "also time other formulations of the apply step");
   app.add_flag("!--no-blocked", o.blocked, "skip the ib-blocked baseline");
+  app.add_flag("--panel", o.panel, "only time gpu_geqrt on m x nb panels, random and nearly dependent columns");
   app.add_flag("--gemm-shapes", o.gemm_shapes, "only time the update's GEMM shapes (kk = nb) at ld n and n + 8");
   CLI11_PARSE(app, argc, argv);
   try {
@@ -500,6 +602,11 @@ int main(int argc, char** argv) {
                   "TF32)\nflops per TSQRT applied: 4 * m_i * kk * cols (LAWN 41, TPMQRT l = 0)\n",
                   prop.name, prop.multiProcessorCount, double(prop.totalGlobalMem) / (1 << 30),
                   runtime, cublas_version);
+    if (o.panel) {
+      if (o.precision != "s") panel_bench<double>(o, g);
+      if (o.precision != "d") panel_bench<float>(o, g);
+      return 0;
+    }
     if (o.gemm_shapes) {
       if (o.precision != "s") gemm_shapes<double>(o, g);
       if (o.precision != "d") gemm_shapes<float>(o, g);

@@ -81,10 +81,29 @@ std::size_t householder_scratch_size(int m);
 
 // The Householder QR of A (m x nc, lda; nc <= 32, m >= nc) one column at a time: R on and above
 // the diagonal, V below it, tau (nc) the reflectors' scalars, and Vc (m x nc, ldvc) := V with its
-// unit diagonal and zero upper part explicit. One cooperative kernel on at most `sms` SMs.
+// unit diagonal and zero upper part explicit. One cooperative kernel on at most `sms` SMs; it
+// does nothing when skip is not null and *skip (on the device, read when it runs) is not zero.
 template <class T>
 void householder_block(const char* kernel, int m, int nc, T* A, int lda, T* tau, T* Vc, int ldvc, T* scratch,
-                       int sms, cudaStream_t stream);
+                       int sms, const int* skip, cudaStream_t stream);
+
+// --- the same by CholeskyQR2 and Householder reconstruction (cholqr.cu) --------------------------
+// Bytes of scratch cholqr_block needs (256-byte aligned).
+std::size_t cholqr_scratch_bytes();
+
+// householder_block's result, and the block's T (nc x nc, ldt), for well-conditioned blocks in
+// four short kernels on at most `sms` SMs (the reflectors differ, R's diagonal may differ in sign;
+// both are GEQRT forms of A). Where CholeskyQR2 is not accurate enough A, tau and T are left
+// untouched (Vc was scratch) and the returned device flag stays 0: pass it to householder_block
+// as skip, which then does the block, then to block_t_unless_done with the same scratch.
+template <class T>
+const int* cholqr_block(const char* kernel, int m, int nc, T* A, int lda, T* tau, T* Vc, int ldvc, T* Tf,
+                        int ldt, void* scratch, int sms, cudaStream_t stream);
+
+// Unless cholqr_block (same scratch) did the block: T (nc x nc, ldt) from Vc's Gram matrix and tau.
+template <class T>
+void block_t_unless_done(const char* kernel, int m, int nc, const T* Vc, int ldvc, const T* tau, T* Tf, int ldt,
+                         void* scratch, int sms, cudaStream_t stream);
 
 // --- the update as GEMMs -----------------------------------------------------------------------
 // Prepared factors of count TSQRTs: Z_i = [T_i^T; V_i T_i^T] ((kk + m_i) x kk, leading dimension

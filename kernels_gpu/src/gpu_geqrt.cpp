@@ -16,12 +16,15 @@ using detail::require_ptr;
 namespace {
 // Each part of the workspace starts 256-byte aligned, as cuBLAS prefers its operands.
 std::size_t part(std::size_t elements) { return (elements + 63) / 64 * 64; }
+// CholeskyQR's state in elements of either precision (float's count: room to spare for double).
+std::size_t cholqr_part() { return part((detail::cholqr_scratch_bytes() + sizeof(float) - 1) / sizeof(float)); }
 }  // namespace
 
 std::size_t gpu_geqrt_workspace_size(int m, int n, int ib) {
-  // tau, the blocks' T (ib x n), V made explicit (m x n), V^T V (n x n), W (ib x n), sums.
+  // tau, the blocks' T (ib x n), V made explicit (m x n), V^T V (n x n), W (ib x n), the
+  // Householder kernel's sums, CholeskyQR's state.
   return part(elems(n, 1)) + 2 * part(elems(ib, n)) + part(elems(m, n)) + part(elems(n, n)) +
-         detail::householder_scratch_size(m);
+         part(detail::householder_scratch_size(m)) + cholqr_part();
 }
 
 template <class T>
@@ -50,6 +53,7 @@ void gpu_geqrt(int m, int n, int ib, T* A, int lda, T* Tf, int ldt, T* work, std
   T* G = Vc + part(elems(m, n));    // n x n (a block's jb x jb, then the panel's)
   T* W = G + part(elems(n, n));     // ib x n
   T* sums = W + part(elems(ib, n));
+  void* cholqr = sums + part(detail::householder_scratch_size(m));
   auto at = [](T* p, int i, int j, int ld) { return p + i + static_cast<std::ptrdiff_t>(j) * ld; };
 
   // The SMs this handle's stream may use: cuBLAS's target when the caller set one (a partitioned
@@ -65,12 +69,12 @@ void gpu_geqrt(int m, int n, int ib, T* A, int lda, T* Tf, int ldt, T* work, std
     const int jb = min_int(ib, n - j0), rows = m - j0, rest = n - j0 - jb;
     T* Aj = at(A, j0, j0, lda);
     T* Vj = at(Vc, j0, j0, m);
-    detail::householder_block(kernel, rows, jb, Aj, lda, tau + j0, Vj, m, sums, sms, s);
-    // This block's T from its V and taus (blocks of one column), then its Q^T on the panel's rest.
-    detail::check(kernel, "gemm (V^T V)",
-                  detail::gemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, jb, jb, rows, T(1), Vj, m, Vj, m, T(0), G, jb));
+    // CholeskyQR2 where it is accurate (four short kernels), else one barrier per column; either
+    // way the block's T.
     T* Tj = at(Tb, 0, j0, ib);
-    detail::build_full_t(kernel, 1, jb, 1, G, tau + j0, 1, 0, Tj, ib, 0, false, s);
+    const int* done = detail::cholqr_block(kernel, rows, jb, Aj, lda, tau + j0, Vj, m, Tj, ib, cholqr, sms, s);
+    detail::householder_block(kernel, rows, jb, Aj, lda, tau + j0, Vj, m, sums, sms, done, s);
+    detail::block_t_unless_done(kernel, rows, jb, Vj, m, tau + j0, Tj, ib, cholqr, sms, s);
     if (rest == 0) break;
     T* C = at(A, j0, j0 + jb, lda);
     detail::check(kernel, "gemm (W = V^T C)",

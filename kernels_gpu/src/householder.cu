@@ -175,8 +175,10 @@ __device__ void column_step(int m, int nc, int j, T* __restrict__ A, int lda, T*
 template <class T>
 __global__ void __launch_bounds__(threads) householder_block_kernel(int m, int nc, T* __restrict__ A, int lda,
                                                                     T* __restrict__ tau, T* __restrict__ Vc,
-                                                                    int ldvc, T* __restrict__ scratch) {
+                                                                    int ldvc, T* __restrict__ scratch,
+                                                                    const int* __restrict__ skip) {
   __shared__ shared_state<T> sh;
+  if (skip != nullptr && *skip != 0) return;  // every block alike: no barrier is left waiting
   cooperative_groups::grid_group grid = cooperative_groups::this_grid();
   for (int j = -1; j < nc; ++j) {
     column_step(m, nc, j, A, lda, scratch, tau, sh);
@@ -205,7 +207,7 @@ std::size_t householder_scratch_size(int) { return static_cast<std::size_t>(buff
 
 template <class T>
 void householder_block(const char* kernel, int m, int nc, T* A, int lda, T* tau, T* Vc, int ldvc, T* scratch,
-                       int sms, cudaStream_t stream) {
+                       int sms, const int* skip, cudaStream_t stream) {
   if (m <= 0 || nc <= 0) return;
   if (nc > max_cols) bad_argument(kernel, "ib", nc, "<=", "the widest block", max_cols);
   // A cooperative launch needs every block resident at once on the SMs the stream may use.
@@ -217,14 +219,14 @@ void householder_block(const char* kernel, int m, int nc, T* A, int lda, T* tau,
   const dim3 grid(static_cast<unsigned>(wanted < resident ? wanted : resident)), block(threads);
   // Column 0's sums start from zero; each step clears the buffer two columns ahead.
   check(kernel, "cudaMemsetAsync", cudaMemsetAsync(scratch, 0, sizeof(T) * 2 * max_cols, stream));
-  void* args[] = {&m, &nc, &A, &lda, &tau, &Vc, &ldvc, &scratch};
+  void* args[] = {&m, &nc, &A, &lda, &tau, &Vc, &ldvc, &scratch, &skip};
   check(kernel, "householder_block_kernel launch",
         cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(&householder_block_kernel<T>), grid, block, args, 0,
                                     stream));
 }
 
 #define TESSERA_HOUSEHOLDER_INSTANTIATE(T) \
-  template void householder_block<T>(const char*, int, int, T*, int, T*, T*, int, T*, int, cudaStream_t);
+  template void householder_block<T>(const char*, int, int, T*, int, T*, T*, int, T*, int, const int*, cudaStream_t);
 TESSERA_HOUSEHOLDER_INSTANTIATE(float)
 TESSERA_HOUSEHOLDER_INSTANTIATE(double)
 #undef TESSERA_HOUSEHOLDER_INSTANTIATE
