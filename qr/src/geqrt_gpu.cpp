@@ -19,9 +19,10 @@
 namespace tessera::qr {
 
 int default_blocked_nb(int n) noexcept {
-  // Measured on an H100 (README, "blocked QR on the GPU"): at n = 32768, 1.38 s at nb 384 against
-  // 1.52 s at 256 and 1.37 s at 512 (medians of 2-3).
-  return n >= 16384 ? 384 : n >= 4096 ? 256 : 128;
+  // Measured on an H100 at n = 32768 (README): with CholeskyQR2 panels 1.204 / 1.209 s at nb 512
+  // against 1.216 / 1.224 s at 384 and 1.291 s at 448 (alternating runs, medians of 3); with the
+  // Householder panels 1.52 s at nb 256, 1.38 s at 384.
+  return n >= 32768 ? 512 : n >= 16384 ? 384 : n >= 4096 ? 256 : 128;
 }
 
 namespace {
