@@ -78,6 +78,7 @@ __device__ bool near_identity(const double* g, int nc, double tol, int& bad) {
 // One warp, lane j holding column j in registers (padded to 32 columns with the identity); step k's
 // row of R travels by shuffles. A shared-memory version with a barrier per step took 22 us.
 __device__ bool cholesky(const double* g, int nc, double (&a)[max_cols][pad], double* inv_diag, int& bad) {
+  __syncthreads();  // every thread has read `bad` (near_identity) before lane 0 rewrites it
   if (threadIdx.x < 32) {
     const int j = static_cast<int>(threadIdx.x);
     double c[max_cols];
