@@ -65,6 +65,7 @@ struct options {
   int chunked_steps = tessera::qr::blocked_options{}.chunked_steps;
   int urgent_sms = -1;               // SMs reserved for the urgent stream; -1: hybrid_runtime_options's
   int max_cpu_n = 16384;             // CPU-only contestants skip larger n (they take minutes there)
+  int max_tile_gpu_n = 1 << 30;      // the tile gpu and hybrid modes skip larger n
   bool gpu = true;                   // GPU contestants when a device is present
   std::string plot;                  // SVG of GFLOP/s against n
   std::string trace;                 // trace of one more run of the largest n (hybrid, else cpu tile)
@@ -294,6 +295,7 @@ int run(const options& o) {
     const int nt_max = (*std::max_element(o.sizes.begin(), o.sizes.end()) + o.nb - 1) / o.nb;
     contestants.push_back(tessera_gpu<T>(*rt_gpu, o, 1, "gpu"));
     contestants.push_back(tessera_gpu<T>(*rt_gpu, o, o.lookahead >= 0 ? o.lookahead : tessera::qr::default_lookahead(nt_max), "hybrid"));
+    for (std::size_t c = contestants.size() - 2; c < contestants.size(); ++c) contestants[c].max_n = o.max_tile_gpu_n;
     contestants.push_back(tessera_blocked<T>(*rt_gpu, o));
   }
 #endif
@@ -435,6 +437,7 @@ int main(int argc, char** argv) {
   app.add_option("--chunked-steps", o.chunked_steps, "blocked: steps whose bulk update is split by --bulk-columns");
   app.add_option("--urgent-sms", o.urgent_sms, "SMs reserved for the urgent GPU stream (default: hybrid_runtime_options)");
   app.add_option("--max-cpu-n", o.max_cpu_n, "skip the CPU-only contestants above this n");
+  app.add_option("--max-tile-gpu-n", o.max_tile_gpu_n, "skip the tile gpu and hybrid contestants above this n");
   app.add_flag("!--no-gpu", o.gpu, "leave out the GPU contestants");
   app.add_option("--plot", o.plot, "write GFLOP/s against n as SVG");
   app.add_option("--trace", o.trace,

@@ -277,50 +277,64 @@ __global__ void __launch_bounds__(threads) cholqr_finish_kernel(int m, int nc, T
     for (int i = 0; i < max_cols; ++i) sh.lu[i][j] = c[i];
   }
   __syncthreads();
+  // V's rows below the top: Q U^-1.
   for (int r0 = static_cast<int>(blockIdx.x) * threads; r0 < m; r0 += static_cast<int>(gridDim.x) * threads) {
+    // Keeps U's 528 loads in the loop: hoisted out of it as loop invariants, they spilled.
+    asm volatile("" ::: "memory");
     const int r = r0 + static_cast<int>(threadIdx.x);
-    if (r >= m) continue;
-    if (r >= nc) {  // V's rows below the top: Q U^-1
-      double x[max_cols];
+    if (r >= m || r < nc) continue;
+    double x[max_cols];
 #pragma unroll
-      for (int c = 0; c < max_cols; ++c)
-        x[c] = c < nc ? static_cast<double>(Vc[r + static_cast<std::ptrdiff_t>(c) * ldvc]) : 0.0;
-      solve_upper(x, sh.lu, sh.inv_diag, nc);
+    for (int c = 0; c < max_cols; ++c)
+      x[c] = c < nc ? static_cast<double>(Vc[r + static_cast<std::ptrdiff_t>(c) * ldvc]) : 0.0;
+    solve_upper(x, sh.lu, sh.inv_diag, nc);
 #pragma unroll
-      for (int c = 0; c < max_cols; ++c) {
-        if (c < nc) {
-          A[r + static_cast<std::ptrdiff_t>(c) * lda] = static_cast<T>(x[c]);
-          Vc[r + static_cast<std::ptrdiff_t>(c) * ldvc] = static_cast<T>(x[c]);
-        }
-      }
-    } else {  // the top: L below the diagonal, S R2 R1 on and above it
-      for (int c = 0; c < nc; ++c) {
-        double a = 0, v = 0;
-        if (c < r) {
-          a = v = sh.lu[r][c];
-        } else {
-          for (int k = r; k <= c; ++k) a += sh.r2[r][k] * sh.r1[k][c];
-          a *= sh.sign[r];
-          v = c == r ? 1.0 : 0.0;
-        }
-        A[r + static_cast<std::ptrdiff_t>(c) * lda] = static_cast<T>(a);
-        Vc[r + static_cast<std::ptrdiff_t>(c) * ldvc] = static_cast<T>(v);
+    for (int c = 0; c < max_cols; ++c) {
+      if (c < nc) {
+        A[r + static_cast<std::ptrdiff_t>(c) * lda] = static_cast<T>(x[c]);
+        Vc[r + static_cast<std::ptrdiff_t>(c) * ldvc] = static_cast<T>(x[c]);
       }
     }
   }
-  __syncthreads();  // the rows above read sh.r1, which T's rows overwrite
-  if (blockIdx.x == 0) {
-    const int i = static_cast<int>(threadIdx.x);
-    if (i < nc) {
-      tau[i] = static_cast<T>(1 + sh.pivot[i]);
-      // Row i of T: x L_top^T = -(U S)(i, :), L_top^T unit upper, solved a column at a time in
-      // this thread's row of sh.r1 (R1 is no longer needed).
-      double* x = sh.r1[i];
-      for (int c = 0; c < nc; ++c) x[c] = c >= i ? -sh.lu[i][c] * sh.sign[c] : 0.0;
-      for (int k = i; k < nc; ++k)
-        for (int c = k + 1; c < nc; ++c) x[c] -= x[k] * sh.lu[c][k];
-      for (int c = 0; c < nc; ++c) Tf[i + static_cast<std::ptrdiff_t>(c) * ldt] = static_cast<T>(x[c]);
+  if (blockIdx.x != 0) return;
+  // The top nc x nc, per_thread entries a thread (lane = row, column warp + 4q, so sh.r1 reads are
+  // broadcasts): L below the diagonal, S R2 R1 on and above it. Sums run k-outer over independent
+  // entries (one entry's 32-long chain at a time took most of this kernel's 77 us under ncu).
+  const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
+  double acc[per_thread] = {};
+#pragma unroll
+  for (int k = 0; k < max_cols; ++k) {
+    const double r2 = sh.r2[lane][k];
+#pragma unroll
+    for (int q = 0; q < per_thread; ++q) {
+      const int c = warp + warps * q;
+      if (k >= lane && k <= c) acc[q] += r2 * sh.r1[k][c];
     }
+  }
+#pragma unroll
+  for (int q = 0; q < per_thread; ++q) {
+    const int r = lane, c = warp + warps * q;
+    if (r < nc && c < nc) {
+      const bool lower = c < r;
+      A[r + static_cast<std::ptrdiff_t>(c) * lda] = static_cast<T>(lower ? sh.lu[r][c] : sh.sign[r] * acc[q]);
+      Vc[r + static_cast<std::ptrdiff_t>(c) * ldvc] = static_cast<T>(lower ? sh.lu[r][c] : (c == r ? 1.0 : 0.0));
+    }
+  }
+  if (warp == 0 && lane < nc) {
+    const int i = lane;
+    tau[i] = static_cast<T>(1 + sh.pivot[i]);
+    // Row i of T: x L_top^T = -(U S)(i, :), L_top^T unit upper: once x_k is final it updates every
+    // later x_c (registers; L is zero in the identity padding, so the padded x_c stay zero).
+    double x[max_cols];
+#pragma unroll
+    for (int c = 0; c < max_cols; ++c) x[c] = c >= i && c < nc ? -sh.lu[i][c] * sh.sign[c] : 0.0;
+#pragma unroll
+    for (int k = 0; k < max_cols; ++k)
+#pragma unroll
+      for (int c = k + 1; c < max_cols; ++c) x[c] -= x[k] * sh.lu[c][k];
+#pragma unroll
+    for (int c = 0; c < max_cols; ++c)
+      if (c < nc) Tf[i + static_cast<std::ptrdiff_t>(c) * ldt] = static_cast<T>(x[c]);
     if (i == 0) st->done = 1;
   }
 }

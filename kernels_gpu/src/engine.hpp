@@ -69,6 +69,15 @@ void build_full_t(const char* kernel, int count, int kk, int ib, const T* G, con
                   std::ptrdiff_t strideT, T* Tf, int ldtf, std::ptrdiff_t strideTf, bool transpose,
                   cudaStream_t stream);
 
+// Tf (n x n, ldtf) := the upper triangular T of Q = I - V T V^T, zeros below the diagonal, from
+// the ib-blocked T (ib x n, ldtb: block j's T in columns j*ib..) and G = V^T V (n x n, ldg, both
+// triangles) by doubling: T = [T1 T12; 0 T2] with T12 = -T1 G12 T2, the pairs of one block size
+// independent, so two strided-batched GEMMs per doubling instead of a kernel whose rows each run a
+// serial chain through all block columns (0.24 ms for n = 512 under ncu). X: n * n scratch.
+template <class T>
+void full_t_by_doubling(const char* kernel, int n, int ib, const T* G, int ldg, const T* Tb, int ldtb, T* Tf,
+                        int ldtf, T* X, cublasHandle_t h);
+
 // Vc (m x k, ldvc) := the unit lower trapezoidal V stored in the lower part of a GEQRT tile,
 // with its unit diagonal and zero upper triangle made explicit (so GEMMs can use it).
 template <class T>

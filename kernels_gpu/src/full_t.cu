@@ -1,4 +1,5 @@
-// The two small CUDA kernels of the library; everything else is cuBLAS.
+// The full T of a block of reflectors from its Gram matrix and ib-blocked T: a kernel building
+// each row left to right, and doubling with batched GEMMs; and V made explicit.
 #include "check.hpp"
 #include "engine.hpp"
 
@@ -70,7 +71,51 @@ __global__ void unit_lower_copy_kernel(int m, int k, const T* __restrict__ V, in
   Vc[r + static_cast<std::ptrdiff_t>(c) * ldvc] = v;
 }
 
+// Tf := Tb's diagonal blocks (upper triangles) in place, zeros elsewhere.
+template <class T>
+__global__ void place_diagonal_blocks_kernel(int n, int ib, const T* __restrict__ Tb, int ldtb, T* __restrict__ Tf,
+                                             int ldtf) {
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x), j = static_cast<int>(blockIdx.y);
+  if (i >= n) return;
+  const int j0 = j / ib * ib;
+  Tf[i + static_cast<std::ptrdiff_t>(j) * ldtf] =
+      i >= j0 && i <= j ? Tb[(i - j0) + static_cast<std::ptrdiff_t>(j) * ldtb] : T(0);
+}
+
 }  // namespace
+
+template <class T>
+void full_t_by_doubling(const char* kernel, int n, int ib, const T* G, int ldg, const T* Tb, int ldtb, T* Tf,
+                        int ldtf, T* X, cublasHandle_t h) {
+  if (n <= 0) return;
+  const cudaStream_t stream = stream_of(kernel, h);
+  constexpr int threads = 256;
+  place_diagonal_blocks_kernel<T><<<dim3(static_cast<unsigned>((n + threads - 1) / threads), static_cast<unsigned>(n)),
+                                    threads, 0, stream>>>(n, ib, Tb, ldtb, Tf, ldtf);
+  check(kernel, "place_diagonal_blocks_kernel launch", cudaGetLastError());
+  const auto at = [](auto* p, int i, int j, int ld) { return p + i + static_cast<std::ptrdiff_t>(j) * ld; };
+  const cublasOperation_t N = CUBLAS_OP_N;
+  for (int b = ib; b < n; b *= 2) {
+    // Pairs of two b-wide diagonal blocks, 2b apart: X_p = G12_p T2_p, then T12_p = -T1_p X_p.
+    const int pairs = n / (2 * b);
+    const long long sg = 2LL * b * (ldg + 1), st = 2LL * b * (ldtf + 1), sx = static_cast<long long>(b) * b;
+    if (pairs > 0) {
+      check(kernel, "gemm_strided (X = G12 T2)",
+            gemm_strided(h, N, N, b, b, b, T(1), at(G, 0, b, ldg), ldg, sg, at(Tf, b, b, ldtf), ldtf, st, T(0), X, b,
+                         sx, pairs));
+      check(kernel, "gemm_strided (T12 = -T1 X)",
+            gemm_strided(h, N, N, b, b, b, T(-1), Tf, ldtf, st, X, b, sx, T(0), at(Tf, 0, b, ldtf), ldtf, st, pairs));
+    }
+    // A last pair whose right block is narrower than b.
+    const int c0 = pairs * 2 * b, w = n - c0 - b;
+    if (w > 0) {
+      check(kernel, "gemm (X = G12 T2)",
+            gemm(h, N, N, b, w, w, T(1), at(G, c0, c0 + b, ldg), ldg, at(Tf, c0 + b, c0 + b, ldtf), ldtf, T(0), X, b));
+      check(kernel, "gemm (T12 = -T1 X)",
+            gemm(h, N, N, b, w, b, T(-1), at(Tf, c0, c0, ldtf), ldtf, X, b, T(0), at(Tf, c0, c0 + b, ldtf), ldtf));
+    }
+  }
+}
 
 template <class T>
 void build_full_t(const char* kernel, int count, int kk, int ib, const T* G, const T* Tb, int ldt,
@@ -105,7 +150,9 @@ void unit_lower_copy(const char* kernel, int m, int k, const T* V, int ldv, T* V
 #define TESSERA_FULL_T_INSTANTIATE(T)                                                              \
   template void build_full_t<T>(const char*, int, int, int, const T*, const T*, int,              \
                                 std::ptrdiff_t, T*, int, std::ptrdiff_t, bool, cudaStream_t);           \
-  template void unit_lower_copy<T>(const char*, int, int, const T*, int, T*, int, cudaStream_t);
+  template void unit_lower_copy<T>(const char*, int, int, const T*, int, T*, int, cudaStream_t);       \
+  template void full_t_by_doubling<T>(const char*, int, int, const T*, int, const T*, int, T*, int, T*,  \
+                                      cublasHandle_t);
 TESSERA_FULL_T_INSTANTIATE(float)
 TESSERA_FULL_T_INSTANTIATE(double)
 #undef TESSERA_FULL_T_INSTANTIATE

@@ -22,8 +22,8 @@ std::size_t cholqr_part() { return part((detail::cholqr_scratch_bytes() + sizeof
 
 std::size_t gpu_geqrt_workspace_size(int m, int n, int ib) {
   // tau, the blocks' T (ib x n), V made explicit (m x n), V^T V (n x n), W (ib x n), the
-  // Householder kernel's sums, CholeskyQR's state.
-  return part(elems(n, 1)) + 2 * part(elems(ib, n)) + part(elems(m, n)) + part(elems(n, n)) +
+  // Householder kernel's sums, CholeskyQR's state, the full T's scratch (n x n).
+  return part(elems(n, 1)) + 2 * part(elems(ib, n)) + part(elems(m, n)) + 2 * part(elems(n, n)) +
          part(detail::householder_scratch_size(m)) + cholqr_part();
 }
 
@@ -53,7 +53,8 @@ void gpu_geqrt(int m, int n, int ib, T* A, int lda, T* Tf, int ldt, T* work, std
   T* G = Vc + part(elems(m, n));    // n x n (a block's jb x jb, then the panel's)
   T* W = G + part(elems(n, n));     // ib x n
   T* sums = W + part(elems(ib, n));
-  void* cholqr = sums + part(detail::householder_scratch_size(m));
+  T* X = sums + part(detail::householder_scratch_size(m));  // n x n
+  void* cholqr = X + part(elems(n, n));
   auto at = [](T* p, int i, int j, int ld) { return p + i + static_cast<std::ptrdiff_t>(j) * ld; };
 
   // The SMs this handle's stream may use: cuBLAS's target when the caller set one (a partitioned
@@ -85,12 +86,11 @@ void gpu_geqrt(int m, int n, int ib, T* A, int lda, T* Tf, int ldt, T* work, std
                   detail::gemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, rows, rest, jb, T(-1), Vj, m, W, ib,
                                T(1), C, lda));
   }
-  // The whole panel's T from V^T V and the blocks' T (a block column of ib at a time: a column at a
-  // time took 0.87 ms for n = 256 on an H100).
+  // The whole panel's T from V^T V and the blocks' T.
   detail::unit_lower_copy(kernel, m, n, A, lda, Vc, m, s);
   detail::check(kernel, "gemm (V^T V)",
                 detail::gemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, n, m, T(1), Vc, m, Vc, m, T(0), G, n));
-  detail::build_full_t(kernel, 1, n, ib, G, Tb, ib, 0, Tf, ldt, 0, false, s);
+  detail::full_t_by_doubling(kernel, n, ib, G, n, Tb, ib, Tf, ldt, X, handle);
 }
 
 template void gpu_geqrt<float>(int, int, int, float*, int, float*, int, float*, std::size_t,
