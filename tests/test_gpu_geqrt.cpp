@@ -140,7 +140,7 @@ TEST_CASE_TEMPLATE("gpu_geqrt: Q R = A, Q orthogonal, |diag R| as GEQRT, padding
   for (const shape s : {shape{300, 64, 32, 0}, shape{1000, 96, 32, 0}, shape{257, 40, 16, 3},
                         shape{64, 64, 32, 0}, shape{5000, 256, 32, 0}, shape{129, 33, 32, 1},
                         shape{50, 1, 1, 0}, shape{300, 64, 32, 7}, shape{200, 50, 7, 2},
-                        shape{70, 10, 32, 2}}) {
+                        shape{70, 10, 32, 2}, shape{700, 224, 32, 0}, shape{400, 160, 32, 0}}) {
     INFO("m = " << s.m << ", n = " << s.n << ", ib = " << s.ib << ", pad = " << s.pad);
     mat<T> A(s.m, s.n, s.pad);
     A.randomize();
