@@ -23,8 +23,10 @@ struct blocked_options {
   // The first steps' bulk updates in tasks of bulk_columns column blocks each, so that they start
   // on the columns that reached the device while the rest are still on their way; later steps:
   // one task for all. 0: one task from the start.
-  // 8 and 4: 1.30 s against 1.38 s unsplit at n = 32768, nb 384 on an H100 (medians of 3).
-  int bulk_columns = 8;
+  // 8 and 4: 1.30 s against 1.38 s unsplit at n = 32768, nb 384 on an H100 (medians of 3); with
+  // the CholeskyQR2 panels at nb 512, 4 and 4: 1.1688 s against 1.1887 s for 8 and 4 (4 and 8:
+  // 1.1731, 2 and 8: 1.1760, 2 and 16: 1.1981 s; one run, medians of 3, about 1% apart run to run).
+  int bulk_columns = 4;
   int chunked_steps = 4;     // steps split that way (with bulk_columns > 0)
   std::atomic<std::uint64_t>* progress = nullptr;  // ticks once per task
 };
