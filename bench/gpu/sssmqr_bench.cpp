@@ -332,20 +332,22 @@ void panel_bench(const options& o, gpu& g) {
       };
       const double copy = g.median_ms(o.runs, restore);
       namespace detail = tessera::kernels::detail;
+      auto* gram = reinterpret_cast<double*>(static_cast<unsigned char*>(state) + detail::cholqr_scratch_bytes());
       const int* done = nullptr;
       const double chol = g.median_ms(o.runs, [&] {
         restore();
-        done = detail::cholqr_block<T>("bench", m, ib, A.p, m, tau, Vc, m, Tf.p, nb, state, sms, g.s);
-        detail::householder_block<T>("bench", m, ib, A.p, m, tau, Vc, m, scratch, sms, done, g.s);
-        detail::block_t_unless_done<T>("bench", m, ib, Vc, m, tau, Tf.p, nb, state, sms, g.s);
+        detail::cholqr_clear("bench", state, 1, g.s);
+        const detail::cholqr_handoff h =
+            detail::cholqr_block<T>("bench", m, ib, A.p, m, tau, Vc, m, Tf.p, nb, state, sms, g.s);
+        detail::householder_block<T>("bench", m, ib, A.p, m, tau, Vc, m, Tf.p, nb, scratch, h.gram, sms, h.done, g.s);
+        done = h.done;
       }) - copy;
       int done_host = 0;
       cuda_ok(cudaMemcpy(&done_host, done, sizeof(int), cudaMemcpyDeviceToHost), "copy flag");
       const double house = g.median_ms(o.runs, [&] {
         restore();
-        cuda_ok(cudaMemsetAsync(state, 0, detail::cholqr_scratch_bytes(), g.s), "memset");  // nothing done yet
-        detail::householder_block<T>("bench", m, ib, A.p, m, tau, Vc, m, scratch, sms, nullptr, g.s);
-        detail::block_t_unless_done<T>("bench", m, ib, Vc, m, tau, Tf.p, nb, state, sms, g.s);
+        cuda_ok(cudaMemsetAsync(gram, 0, sizeof(double) * 32 * 32, g.s), "memset");
+        detail::householder_block<T>("bench", m, ib, A.p, m, tau, Vc, m, Tf.p, nb, scratch, gram, sms, nullptr, g.s);
       }) - copy;
       if (!o.json)
         std::printf("%8s block %d x %d: CholeskyQR2 %.3f ms (%s), Householder kernel %.3f ms\n", "", m, ib, chol,

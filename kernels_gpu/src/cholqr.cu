@@ -28,17 +28,14 @@ constexpr int per_thread = max_cols * max_cols / threads;  // entries of a small
 constexpr int warps = threads / 32;
 static_assert(warps * max_cols * max_cols <= threads * pad, "the warps' Gram sums fit in the row buffer");
 
-struct cholqr_state {
-  int failed;    // a step failed: the later ones return at once
-  int done;      // the block is factored: the Householder fallback returns at once
-  int finished;  // thread blocks of the fallback's V^T V pass that have added their sums
+struct alignas(256) cholqr_state {
+  int failed;  // a step failed: the later ones return at once
+  int done;    // the block is factored: the Householder fallback returns at once
   // A^T A, Q1^T Q1, Q^T Q, and the fallback's V^T V: upper triangles, column major.
   double gram[4][max_cols * max_cols];
   double r[2][max_cols * max_cols];     // R1, R2
   double qtop[max_cols * max_cols];     // Q's top nc rows
 };
-// What each factorization must clear first: the flags and the Gram sums.
-constexpr std::size_t cleared_bytes = offsetof(cholqr_state, r);
 
 struct pass_shared {
   double rows[threads][pad];   // this pass's rows, for the Gram sums
@@ -121,40 +118,13 @@ __device__ void solve_upper(double (&x)[max_cols], const double (&u)[max_cols][p
   }
 }
 
-// Row i of T (nc x nc, ldt) from the Gram matrix g of V (upper, ld max_cols) and tau (LAPACK's
-// LARFT recurrence, T(0:j, j) = -tau_j T(0:j, 0:j) V(:, 0:j)^T v_j: row i needs only row i).
-template <class T>
-__device__ void t_row_from_gram(int i, int nc, const double (&g)[max_cols][pad], const T* tau, T* Tf, int ldt) {
-  double t[max_cols];
-#pragma unroll
-  for (int j = 0; j < max_cols; ++j) {
-    t[j] = 0;
-    if (j < nc && j >= i) {
-      const double tj = static_cast<double>(tau[j]);
-      if (j == i) {
-        t[j] = tj;
-      } else {
-        double s = 0;
-#pragma unroll
-        for (int k = 0; k < j; ++k)
-          if (k >= i) s += t[k] * g[k][j];
-        t[j] = -tj * s;
-      }
-    }
-    if (j < nc) Tf[i + static_cast<std::ptrdiff_t>(j) * ldt] = static_cast<T>(t[j]);
-  }
-}
-
 // pass 0: gram[0] = A^T A. pass p = 1, 2: R_p = chol(gram[p-1]), Q := (A or Q) R_p^-1 (rounded to
-// T), gram[p] = Q^T Q of the rounded Q. pass 3 (only if the Householder kernel did the block):
-// gram[3] = Vc^T Vc, and the last thread block to add its sums builds T from it and tau.
+// T), gram[p] = Q^T Q of the rounded Q.
 template <class T>
 __global__ void __launch_bounds__(threads) cholqr_pass_kernel(int pass, int m, int nc, const T* __restrict__ A,
                                                                int lda, T* __restrict__ Q, int ldq,
-                                                               const T* __restrict__ tau, T* __restrict__ Tf,
-                                                               int ldt, cholqr_state* __restrict__ st) {
+                                                               cholqr_state* __restrict__ st) {
   __shared__ pass_shared sh;
-  if (pass == 3 && st->done) return;
   if (pass == 1 || pass == 2) {
     if (st->failed) return;
     // A Q1 far from orthogonal means cond(A) is past CholeskyQR2's reach.
@@ -218,18 +188,6 @@ __global__ void __launch_bounds__(threads) cholqr_pass_kernel(int pass, int m, i
       atomicAdd(&st->gram[pass][e], sum);
     }
   }
-  if (pass != 3) return;
-  // The last block to finish sees every block's sums (fence, then count).
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) sh.bad = atomicAdd(&st->finished, 1) == static_cast<int>(gridDim.x) - 1;
-  __syncthreads();
-  if (!sh.bad) return;
-  __threadfence();
-  const volatile double* g = st->gram[3];
-  for (int e = static_cast<int>(threadIdx.x); e < max_cols * max_cols; e += threads) sh.tri[e % max_cols][e / max_cols] = g[e];
-  __syncthreads();
-  if (static_cast<int>(threadIdx.x) < nc) t_row_from_gram(static_cast<int>(threadIdx.x), nc, sh.tri, tau, Tf, ldt);
 }
 
 // If every pass succeeded and Q^T Q is within tol of I: A := R = S R2 R1 on and above the
@@ -350,39 +308,31 @@ dim3 grid_for(int m, int sms) {
 }
 }  // namespace
 
+void cholqr_clear(const char* kernel, void* states, int count, cudaStream_t stream) {
+  if (count > 0)
+    check(kernel, "cudaMemsetAsync", cudaMemsetAsync(states, 0, sizeof(cholqr_state) * static_cast<std::size_t>(count), stream));
+}
+
 template <class T>
-const int* cholqr_block(const char* kernel, int m, int nc, T* A, int lda, T* tau, T* Vc, int ldvc, T* Tf,
-                        int ldt, void* scratch, int sms, cudaStream_t stream) {
-  auto* st = static_cast<cholqr_state*>(scratch);
-  if (m <= 0 || nc <= 0) return nullptr;
+cholqr_handoff cholqr_block(const char* kernel, int m, int nc, T* A, int lda, T* tau, T* Vc, int ldvc, T* Tf,
+                            int ldt, void* state, int sms, cudaStream_t stream) {
+  auto* st = static_cast<cholqr_state*>(state);
+  if (m <= 0 || nc <= 0) return {nullptr, nullptr};
   if (nc > max_cols) bad_argument(kernel, "ib", nc, "<=", "the widest block", max_cols);
-  check(kernel, "cudaMemsetAsync", cudaMemsetAsync(st, 0, cleared_bytes, stream));
   const dim3 grid = grid_for(m, sms), block(threads);
   for (int pass = 0; pass < 3; ++pass) {
-    cholqr_pass_kernel<T><<<grid, block, 0, stream>>>(pass, m, nc, A, lda, Vc, ldvc, tau, Tf, ldt, st);
+    cholqr_pass_kernel<T><<<grid, block, 0, stream>>>(pass, m, nc, A, lda, Vc, ldvc, st);
     check(kernel, "cholqr_pass_kernel launch", cudaGetLastError());
   }
   constexpr double eps = sizeof(T) == sizeof(float) ? FLT_EPSILON : DBL_EPSILON;
   cholqr_finish_kernel<T><<<grid, block, 0, stream>>>(m, nc, A, lda, Vc, ldvc, tau, Tf, ldt, 64 * eps, st);
   check(kernel, "cholqr_finish_kernel launch", cudaGetLastError());
-  return &st->done;
-}
-
-template <class T>
-void block_t_unless_done(const char* kernel, int m, int nc, const T* Vc, int ldvc, const T* tau, T* Tf, int ldt,
-                         void* scratch, int sms, cudaStream_t stream) {
-  if (m <= 0 || nc <= 0) return;
-  auto* st = static_cast<cholqr_state*>(scratch);
-  cholqr_pass_kernel<T><<<grid_for(m, sms), threads, 0, stream>>>(3, m, nc, nullptr, 1, const_cast<T*>(Vc), ldvc,
-                                                                   tau, Tf, ldt, st);
-  check(kernel, "cholqr_pass_kernel launch", cudaGetLastError());
+  return {&st->done, st->gram[3]};
 }
 
 #define TESSERA_CHOLQR_INSTANTIATE(T) \
-  template const int* cholqr_block<T>(const char*, int, int, T*, int, T*, T*, int, T*, int, void*, int,        \
-                                      cudaStream_t);                                                           \
-  template void block_t_unless_done<T>(const char*, int, int, const T*, int, const T*, T*, int, void*, int,   \
-                                       cudaStream_t);
+  template cholqr_handoff cholqr_block<T>(const char*, int, int, T*, int, T*, T*, int, T*, int, void*, int, \
+                                          cudaStream_t);
 TESSERA_CHOLQR_INSTANTIATE(float)
 TESSERA_CHOLQR_INSTANTIATE(double)
 #undef TESSERA_CHOLQR_INSTANTIATE

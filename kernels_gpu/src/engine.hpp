@@ -89,30 +89,37 @@ void unit_lower_copy(const char* kernel, int m, int k, const T* V, int ldv, T* V
 std::size_t householder_scratch_size(int m);
 
 // The Householder QR of A (m x nc, lda; nc <= 32, m >= nc) one column at a time: R on and above
-// the diagonal, V below it, tau (nc) the reflectors' scalars, and Vc (m x nc, ldvc) := V with its
-// unit diagonal and zero upper part explicit. One cooperative kernel on at most `sms` SMs; it
-// does nothing when skip is not null and *skip (on the device, read when it runs) is not zero.
+// the diagonal, V below it, tau (nc) the reflectors' scalars, Vc (m x nc, ldvc) := V with its
+// unit diagonal and zero upper part explicit, and the block's T (nc x nc, ldt) from Vc's Gram
+// matrix, summed into gram (32 x 32 doubles, zero on entry). One cooperative kernel on at most
+// `sms` SMs; it does nothing when skip is not null and *skip (on the device, read when it runs)
+// is not zero.
 template <class T>
-void householder_block(const char* kernel, int m, int nc, T* A, int lda, T* tau, T* Vc, int ldvc, T* scratch,
-                       int sms, const int* skip, cudaStream_t stream);
+void householder_block(const char* kernel, int m, int nc, T* A, int lda, T* tau, T* Vc, int ldvc, T* Tf, int ldt,
+                       T* scratch, double* gram, int sms, const int* skip, cudaStream_t stream);
 
 // --- the same by CholeskyQR2 and Householder reconstruction (cholqr.cu) --------------------------
-// Bytes of scratch cholqr_block needs (256-byte aligned).
+// Bytes of one block's state (a multiple of 256).
 std::size_t cholqr_scratch_bytes();
 
-// householder_block's result, and the block's T (nc x nc, ldt), for well-conditioned blocks in
-// four short kernels on at most `sms` SMs (the reflectors differ, R's diagonal may differ in sign;
-// both are GEQRT forms of A). Where CholeskyQR2 is not accurate enough A, tau and T are left
-// untouched (Vc was scratch) and the returned device flag stays 0: pass it to householder_block
-// as skip, which then does the block, then to block_t_unless_done with the same scratch.
-template <class T>
-const int* cholqr_block(const char* kernel, int m, int nc, T* A, int lda, T* tau, T* Vc, int ldvc, T* Tf,
-                        int ldt, void* scratch, int sms, cudaStream_t stream);
+// Clears count consecutive block states (one memset per panel instead of one per block).
+void cholqr_clear(const char* kernel, void* states, int count, cudaStream_t stream);
 
-// Unless cholqr_block (same scratch) did the block: T (nc x nc, ldt) from Vc's Gram matrix and tau.
+// What cholqr_block leaves for the Householder fallback: the device flag (1 when the block is
+// done) and a zeroed 32 x 32 double buffer in the block's state.
+struct cholqr_handoff {
+  const int* done;
+  double* gram;
+};
+
+// householder_block's result for well-conditioned blocks in four short kernels on at most `sms`
+// SMs (the reflectors differ, R's diagonal may differ in sign; both are GEQRT forms of A). state:
+// one block's, cleared (cholqr_clear). Where CholeskyQR2 is not accurate enough A, tau and T are
+// left untouched (Vc was scratch) and the flag stays 0: pass it and the buffer to
+// householder_block, which then does the block.
 template <class T>
-void block_t_unless_done(const char* kernel, int m, int nc, const T* Vc, int ldvc, const T* tau, T* Tf, int ldt,
-                         void* scratch, int sms, cudaStream_t stream);
+cholqr_handoff cholqr_block(const char* kernel, int m, int nc, T* A, int lda, T* tau, T* Vc, int ldvc, T* Tf,
+                            int ldt, void* state, int sms, cudaStream_t stream);
 
 // --- the update as GEMMs -----------------------------------------------------------------------
 // Prepared factors of count TSQRTs: Z_i = [T_i^T; V_i T_i^T] ((kk + m_i) x kk, leading dimension

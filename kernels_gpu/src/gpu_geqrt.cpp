@@ -16,15 +16,19 @@ using detail::require_ptr;
 namespace {
 // Each part of the workspace starts 256-byte aligned, as cuBLAS prefers its operands.
 std::size_t part(std::size_t elements) { return (elements + 63) / 64 * 64; }
-// CholeskyQR's state in elements of either precision (float's count: room to spare for double).
-std::size_t cholqr_part() { return part((detail::cholqr_scratch_bytes() + sizeof(float) - 1) / sizeof(float)); }
+// CholeskyQR's states, one per block of ib columns, in elements of either precision (float's
+// count: room to spare for double).
+std::size_t cholqr_part(int n, int ib) {
+  const std::size_t blocks = static_cast<std::size_t>((n + ib - 1) / (ib > 0 ? ib : 1));
+  return part((blocks * detail::cholqr_scratch_bytes() + sizeof(float) - 1) / sizeof(float));
+}
 }  // namespace
 
 std::size_t gpu_geqrt_workspace_size(int m, int n, int ib) {
   // tau, the blocks' T (ib x n), V made explicit (m x n), V^T V (n x n), W (ib x n), the
   // Householder kernel's sums, CholeskyQR's state, the full T's scratch (n x n).
   return part(elems(n, 1)) + 2 * part(elems(ib, n)) + part(elems(m, n)) + 2 * part(elems(n, n)) +
-         part(detail::householder_scratch_size(m)) + cholqr_part();
+         part(detail::householder_scratch_size(m)) + cholqr_part(n, ib);
 }
 
 template <class T>
@@ -54,7 +58,7 @@ void gpu_geqrt(int m, int n, int ib, T* A, int lda, T* Tf, int ldt, T* work, std
   T* W = G + part(elems(n, n));     // ib x n
   T* sums = W + part(elems(ib, n));
   T* X = sums + part(detail::householder_scratch_size(m));  // n x n
-  void* cholqr = X + part(elems(n, n));
+  auto* cholqr = reinterpret_cast<unsigned char*>(X + part(elems(n, n)));  // a state per block
   auto at = [](T* p, int i, int j, int ld) { return p + i + static_cast<std::ptrdiff_t>(j) * ld; };
 
   // The SMs this handle's stream may use: cuBLAS's target when the caller set one (a partitioned
@@ -66,6 +70,7 @@ void gpu_geqrt(int m, int n, int ib, T* A, int lda, T* Tf, int ldt, T* work, std
     detail::check(kernel, "cudaDeviceGetAttribute",
                   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   }
+  detail::cholqr_clear(kernel, cholqr, (n + ib - 1) / ib, s);
   for (int j0 = 0; j0 < n; j0 += ib) {
     const int jb = min_int(ib, n - j0), rows = m - j0, rest = n - j0 - jb;
     T* Aj = at(A, j0, j0, lda);
@@ -73,9 +78,9 @@ void gpu_geqrt(int m, int n, int ib, T* A, int lda, T* Tf, int ldt, T* work, std
     // CholeskyQR2 where it is accurate (four short kernels), else one barrier per column; either
     // way the block's T.
     T* Tj = at(Tb, 0, j0, ib);
-    const int* done = detail::cholqr_block(kernel, rows, jb, Aj, lda, tau + j0, Vj, m, Tj, ib, cholqr, sms, s);
-    detail::householder_block(kernel, rows, jb, Aj, lda, tau + j0, Vj, m, sums, sms, done, s);
-    detail::block_t_unless_done(kernel, rows, jb, Vj, m, tau + j0, Tj, ib, cholqr, sms, s);
+    void* state = cholqr + static_cast<std::size_t>(j0 / ib) * detail::cholqr_scratch_bytes();
+    const detail::cholqr_handoff h = detail::cholqr_block(kernel, rows, jb, Aj, lda, tau + j0, Vj, m, Tj, ib, state, sms, s);
+    detail::householder_block(kernel, rows, jb, Aj, lda, tau + j0, Vj, m, Tj, ib, sums, h.gram, sms, h.done, s);
     if (rest == 0) break;
     T* C = at(A, j0, j0 + jb, lda);
     detail::check(kernel, "gemm (W = V^T C)",

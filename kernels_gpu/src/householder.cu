@@ -172,14 +172,44 @@ __device__ void column_step(int m, int nc, int j, T* __restrict__ A, int lda, T*
   }
 }
 
+// Row i of T (nc x nc, ldt) from the upper triangle of V's Gram matrix g (32 x 32, column major)
+// and tau (LAPACK's LARFT recurrence, T(0:j, j) = -tau_j T(0:j, 0:j) V(:, 0:j)^T v_j: row i
+// needs only row i).
+template <class T>
+__device__ void t_row_from_gram(int i, int nc, const double* g, const T* tau, T* Tf, int ldt) {
+  double t[max_cols];
+#pragma unroll
+  for (int j = 0; j < max_cols; ++j) {
+    t[j] = 0;
+    if (j < nc && j >= i) {
+      const double tj = static_cast<double>(tau[j]);
+      if (j == i) {
+        t[j] = tj;
+      } else {
+        double s = 0;
+#pragma unroll
+        for (int k = 0; k < j; ++k)
+          if (k >= i) s += t[k] * g[k + j * max_cols];
+        t[j] = -tj * s;
+      }
+    }
+    if (j < nc) Tf[i + static_cast<std::ptrdiff_t>(j) * ldt] = static_cast<T>(t[j]);
+  }
+}
+
 template <class T>
 __global__ void __launch_bounds__(threads) householder_block_kernel(int m, int nc, T* __restrict__ A, int lda,
                                                                     T* __restrict__ tau, T* __restrict__ Vc,
-                                                                    int ldvc, T* __restrict__ scratch,
+                                                                    int ldvc, T* __restrict__ Tf, int ldt,
+                                                                    T* __restrict__ scratch, double* __restrict__ gram,
                                                                     const int* __restrict__ skip) {
   __shared__ shared_state<T> sh;
   if (skip != nullptr && *skip != 0) return;  // every block alike: no barrier is left waiting
   cooperative_groups::grid_group grid = cooperative_groups::this_grid();
+  // Column 0's sums start from zero (each step clears the buffer two columns ahead); cleared here
+  // rather than by a memset launched for every block, mostly for nothing.
+  if (blockIdx.x == 0 && threadIdx.x < 2 * max_cols) buffer(scratch, 0).total[threadIdx.x] = T(0);
+  grid.sync();
   for (int j = -1; j < nc; ++j) {
     column_step(m, nc, j, A, lda, scratch, tau, sh);
     grid.sync();
@@ -192,13 +222,42 @@ __global__ void __launch_bounds__(threads) householder_block_kernel(int m, int n
     for (int c = 0; c < nc; ++c)
       Vc[r + static_cast<std::ptrdiff_t>(c) * ldvc] =
           r > c ? A[r + static_cast<std::ptrdiff_t>(c) * lda] : (r == c ? T(1) : T(0));
+  __syncthreads();  // this block's rows of Vc, read back below
+  // gram += Vc^T Vc over this block's rows: lane (i0, j0) of each warp sums a 4 x 8 part of the
+  // 32 x 32 matrix over the warp's rows (a warp reads one row at a time), then adds it atomically.
+  const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
+  const int i0 = (lane >> 2) * 4, j0 = (lane & 3) * 8;
+  double acc[4][8] = {};
+  for (int r = r0 + warp; r < r1; r += warps) {
+    const T* row = Vc + r;
+    double xi[4], xj[8];
+#pragma unroll
+    for (int a = 0; a < 4; ++a)
+      xi[a] = i0 + a < nc ? static_cast<double>(row[static_cast<std::ptrdiff_t>(i0 + a) * ldvc]) : 0.0;
+#pragma unroll
+    for (int b = 0; b < 8; ++b)
+      xj[b] = j0 + b < nc ? static_cast<double>(row[static_cast<std::ptrdiff_t>(j0 + b) * ldvc]) : 0.0;
+#pragma unroll
+    for (int a = 0; a < 4; ++a)
+#pragma unroll
+      for (int b = 0; b < 8; ++b) acc[a][b] += xi[a] * xj[b];
+  }
+#pragma unroll
+  for (int a = 0; a < 4; ++a)
+#pragma unroll
+    for (int b = 0; b < 8; ++b)
+      if (i0 + a <= j0 + b && j0 + b < nc) atomicAdd(gram + (i0 + a) + (j0 + b) * max_cols, acc[a][b]);
+  grid.sync();
+  if (blockIdx.x == 0 && static_cast<int>(threadIdx.x) < nc)
+    t_row_from_gram(static_cast<int>(threadIdx.x), nc, gram, tau, Tf, ldt);
 }
 
 // Few thread blocks: the kernel is launched for every block, and returns at once when CholeskyQR
 // did the block, but a cooperative launch first waits until all its thread blocks fit beside the
 // update's GEMMs. At 16 instead of 64 a 512-column panel beside the update took 12.4 instead of
-// 26.7 ms and the 32768^2 factorization 1.159 instead of 1.165 s (as fast as not launching it);
-// the fallback itself got 14% slower at 32768 rows (5.27 against 4.62 ms a panel; H100).
+// 26.7 ms and the 32768^2 factorization 1.159 instead of 1.165 s (as fast as not launching it).
+// The price is paid by blocks that do fall back: one at 32768 rows takes 1.0-1.1 ms instead of
+// 0.34 ms (H100), so a panel whose every block is ill-conditioned is about 3x slower.
 int column_blocks(int m) {
   const int b = (m + threads - 1) / threads;
   return b < 1 ? 1 : (b > 16 ? 16 : b);
@@ -209,8 +268,8 @@ int column_blocks(int m) {
 std::size_t householder_scratch_size(int) { return static_cast<std::size_t>(buffers) * 2 * max_cols; }
 
 template <class T>
-void householder_block(const char* kernel, int m, int nc, T* A, int lda, T* tau, T* Vc, int ldvc, T* scratch,
-                       int sms, const int* skip, cudaStream_t stream) {
+void householder_block(const char* kernel, int m, int nc, T* A, int lda, T* tau, T* Vc, int ldvc, T* Tf, int ldt,
+                       T* scratch, double* gram, int sms, const int* skip, cudaStream_t stream) {
   if (m <= 0 || nc <= 0) return;
   if (nc > max_cols) bad_argument(kernel, "ib", nc, "<=", "the widest block", max_cols);
   // A cooperative launch needs every block resident at once on the SMs the stream may use.
@@ -220,16 +279,15 @@ void householder_block(const char* kernel, int m, int nc, T* A, int lda, T* tau,
   const int resident = (per_sm > 0 ? per_sm : 1) * (sms > 0 ? sms : 1);
   const int wanted = column_blocks(m);
   const dim3 grid(static_cast<unsigned>(wanted < resident ? wanted : resident)), block(threads);
-  // Column 0's sums start from zero; each step clears the buffer two columns ahead.
-  check(kernel, "cudaMemsetAsync", cudaMemsetAsync(scratch, 0, sizeof(T) * 2 * max_cols, stream));
-  void* args[] = {&m, &nc, &A, &lda, &tau, &Vc, &ldvc, &scratch, &skip};
+  void* args[] = {&m, &nc, &A, &lda, &tau, &Vc, &ldvc, &Tf, &ldt, &scratch, &gram, &skip};
   check(kernel, "householder_block_kernel launch",
         cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(&householder_block_kernel<T>), grid, block, args, 0,
                                     stream));
 }
 
 #define TESSERA_HOUSEHOLDER_INSTANTIATE(T) \
-  template void householder_block<T>(const char*, int, int, T*, int, T*, T*, int, T*, int, const int*, cudaStream_t);
+  template void householder_block<T>(const char*, int, int, T*, int, T*, T*, int, T*, int, T*, double*, int, \
+                                     const int*, cudaStream_t);
 TESSERA_HOUSEHOLDER_INSTANTIATE(float)
 TESSERA_HOUSEHOLDER_INSTANTIATE(double)
 #undef TESSERA_HOUSEHOLDER_INSTANTIATE
