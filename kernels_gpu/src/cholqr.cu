@@ -310,7 +310,8 @@ dim3 grid_for(int m, int sms) {
 
 void cholqr_clear(const char* kernel, void* states, int count, cudaStream_t stream) {
   if (count > 0)
-    check(kernel, "cudaMemsetAsync", cudaMemsetAsync(states, 0, sizeof(cholqr_state) * static_cast<std::size_t>(count), stream));
+    check(kernel, "cudaMemsetAsync",
+          cudaMemsetAsync(states, 0, sizeof(cholqr_state) * static_cast<std::size_t>(count), stream));
 }
 
 template <class T>

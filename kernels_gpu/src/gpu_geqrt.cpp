@@ -26,7 +26,7 @@ std::size_t cholqr_part(int n, int ib) {
 
 std::size_t gpu_geqrt_workspace_size(int m, int n, int ib) {
   // tau, the blocks' T (ib x n), V made explicit (m x n), V^T V (n x n), W (ib x n), the
-  // Householder kernel's sums, CholeskyQR's state, the full T's scratch (n x n).
+  // Householder kernel's sums, the full T's scratch (n x n), CholeskyQR's states.
   return part(elems(n, 1)) + 2 * part(elems(ib, n)) + part(elems(m, n)) + 2 * part(elems(n, n)) +
          part(detail::householder_scratch_size(m)) + cholqr_part(n, ib);
 }
@@ -79,7 +79,8 @@ void gpu_geqrt(int m, int n, int ib, T* A, int lda, T* Tf, int ldt, T* work, std
     // way the block's T.
     T* Tj = at(Tb, 0, j0, ib);
     void* state = cholqr + static_cast<std::size_t>(j0 / ib) * detail::cholqr_scratch_bytes();
-    const detail::cholqr_handoff h = detail::cholqr_block(kernel, rows, jb, Aj, lda, tau + j0, Vj, m, Tj, ib, state, sms, s);
+    const detail::cholqr_handoff h =
+        detail::cholqr_block(kernel, rows, jb, Aj, lda, tau + j0, Vj, m, Tj, ib, state, sms, s);
     detail::householder_block(kernel, rows, jb, Aj, lda, tau + j0, Vj, m, Tj, ib, sums, h.gram, sms, h.done, s);
     if (rest == 0) break;
     T* C = at(A, j0, j0 + jb, lda);
