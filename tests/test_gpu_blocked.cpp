@@ -53,10 +53,11 @@ struct problem {
   T at(const std::vector<T>& x, int i, int j) const { return x[i + std::size_t(j) * std::size_t(lda)]; }
 };
 
-tessera::qr::blocked_options blocked(int nb, int ib, int bulk_columns = 0) {
+tessera::qr::blocked_options blocked(int nb, int ib, int bulk_columns = 0, int lookahead = 1) {
   tessera::qr::blocked_options o;
   o.nb = nb;
   o.ib = ib;
+  o.lookahead = lookahead;
   o.bulk_columns = bulk_columns;
   o.chunked_steps = bulk_columns > 0 ? 3 : 0;  // the first steps' bulk updates split, the rest whole
   return o;
@@ -72,22 +73,26 @@ TEST_CASE_TEMPLATE("geqrt_gpu: residuals, padding and |diag R| against LAPACK GE
                    double) {
   (void)skip_without_device;
   struct shape {
-    int m, n, nb, ib, bulk_columns, pad;
+    int m, n, nb, ib, bulk_columns, pad, lookahead = 1;
   };
   tessera::runtime rt(tessera::qr::hybrid_runtime_options(4));
   std::uint64_t salt = 0;
+  // Lookahead 0 is the default (deep); 2-3 with bulk updates split or whole; 9 covers every column.
   for (const shape s : {shape{1000, 1000, 128, 32, 0, 0}, shape{777, 500, 96, 32, 0, 3},
                         shape{1200, 700, 128, 16, 2, 0}, shape{2048, 2048, 256, 32, 1, 3},
                         shape{300, 300, 300, 32, 0, 0}, shape{513, 129, 64, 7, 0, 3},
-                        shape{64, 1, 32, 32, 0, 3}, shape{3000, 257, 128, 32, 0, 3}}) {
+                        shape{64, 1, 32, 32, 0, 3}, shape{3000, 257, 128, 32, 0, 3},
+                        shape{1500, 1400, 128, 32, 0, 0, 0}, shape{1100, 1024, 96, 32, 2, 1, 2},
+                        shape{2000, 1600, 128, 16, 3, 0, 3}, shape{900, 800, 128, 32, 0, 2, 9}}) {
     CAPTURE(s.m);
     CAPTURE(s.n);
     CAPTURE(s.nb);
     CAPTURE(s.ib);
     CAPTURE(s.bulk_columns);
     CAPTURE(s.pad);
+    CAPTURE(s.lookahead);
     problem<T> p(s.m, s.n, s.pad, s.nb, ++salt);
-    p.factor(rt, blocked(s.nb, s.ib, s.bulk_columns));
+    p.factor(rt, blocked(s.nb, s.ib, s.bulk_columns, s.lookahead));
     const auto res = p.check();
     MESSAGE("geqrt_gpu " << s.m << " x " << s.n << " nb " << s.nb << " ib " << s.ib << ": qr residual "
                          << res.qr << ", orthogonality " << res.orth);
@@ -180,6 +185,7 @@ TEST_CASE_TEMPLATE("geqrt_gpu: argument errors name the argument", T, float, dou
   CHECK_MESSAGE(contains(e = message(m, n, a.data(), m - 1, nb, blocked(nb, 32)), "lda"), e);
   CHECK_MESSAGE(contains(e = message(m, n, a.data(), m, nb - 1, blocked(nb, 32)), "ldt"), e);
   CHECK_MESSAGE(contains(e = message(m, n, a.data(), m, nb, blocked(nb, 32, -1)), "bulk_columns = -1"), e);
+  CHECK_MESSAGE(contains(e = message(m, n, a.data(), m, nb, blocked(nb, 32, 0, -2)), "lookahead = -2"), e);
   CHECK_MESSAGE(contains(e = message(m, n, nullptr, m, nb, blocked(nb, 32)), "A is null"), e);
   CHECK(bitwise_equal(a, std::vector<T>(std::size_t(m) * n, T(1))));
 
@@ -190,17 +196,19 @@ TEST_CASE_TEMPLATE("geqrt_gpu: argument errors name the argument", T, float, dou
 
 TEST_CASE("geqrt_gpu_task_count is the number of progress ticks") {
   struct shape {
-    int m, n, nb, bulk_columns;
+    int m, n, nb, bulk_columns, lookahead;
   };
   tessera::runtime rt(tessera::qr::hybrid_runtime_options(4));
   std::uint64_t salt = 300;
-  for (const shape s : {shape{700, 500, 128, 0}, shape{1000, 900, 96, 2}, shape{900, 640, 0, 0}}) {
+  for (const shape s : {shape{700, 500, 128, 0, 1}, shape{1000, 900, 96, 2, 1}, shape{900, 640, 0, 0, 0},
+                        shape{1000, 900, 96, 2, 3}, shape{600, 600, 128, 0, 7}}) {
     CAPTURE(s.m);
     CAPTURE(s.n);
     CAPTURE(s.nb);
     CAPTURE(s.bulk_columns);
+    CAPTURE(s.lookahead);
     std::atomic<std::uint64_t> ticks{0};
-    auto o = blocked(s.nb, 32, s.bulk_columns);
+    auto o = blocked(s.nb, 32, s.bulk_columns, s.lookahead);
     o.progress = &ticks;
     const int nb = s.nb > 0 ? s.nb : tessera::qr::default_blocked_nb(s.n);
     problem<double> p(s.m, s.n, 0, nb, ++salt);

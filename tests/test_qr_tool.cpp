@@ -10,6 +10,7 @@
 #include <string>
 
 #include "tessera/qr/geqrf_hybrid.hpp"
+#include "tessera/qr/geqrt_gpu.hpp"
 #include "test_util.hpp"
 
 #ifndef TESSERA_QR_EXE
@@ -63,11 +64,12 @@ TEST_CASE("tessera_qr: bad arguments exit 2 with a message") {
     const char* args;
     const char* says;
   };
-  for (const bad& b : {bad{"--nb 0", "nb = 0"}, bad{"--nb 64 --ib 24", "does not divide"},
+  for (const bad& b : {bad{"--nb 0", "nb = 0"}, bad{"--nb 64 --ib 24 --algorithm tile", "does not divide"},
                        bad{"--m 0", "m = 0"}, bad{"--precision x", "precision"},
                        bad{"--device tpu", "device"}, bad{"--repeat 0", "repeat"}, bad{"--lookahead -1", "lookahead"},
                        bad{"--no-such-option", "no-such-option"}, bad{"--algorithm lu", "algorithm"},
                        bad{"--algorithm blocked --device cpu", "--algorithm blocked runs on the GPU"},
+                       bad{"--algorithm blocked --device hybrid --lookahead 0", "the blocked QR needs at least 1"},
                        bad{"--m 64 --n 64 --trace out.txt", ".json, .dot or .svg"}}) {
     CAPTURE(b.args);
     const outcome o = run(b.args);
@@ -88,12 +90,20 @@ TEST_CASE("tessera_qr: bad arguments exit 2 with a message") {
 
 TEST_CASE("tessera_qr --algorithm blocked on a GPU: checked, JSON names the algorithm") {
   if (!tessera::qr::hybrid_available()) return;  // without a GPU: the bad-arguments case above
-  for (const char* args : {"--m 700 --n 500 --nb 128 --ib 16 --check", "--m 512 --n 512 --precision s --check"}) {
-    CAPTURE(args);
-    const outcome o = run(std::string(args) + " --algorithm blocked --json" + seed_arg());
+  struct run_case {
+    const char* args;
+    const char* lookahead;  // as the JSON reports it
+  };
+  const std::string deep = "\"lookahead\": " + std::to_string(tessera::qr::default_blocked_lookahead(512));
+  for (const run_case r : {run_case{"--m 700 --n 500 --nb 128 --ib 16 --device gpu --check", "\"lookahead\": 1"},
+                           run_case{"--m 900 --n 800 --nb 96 --device hybrid --lookahead 3 --check", "\"lookahead\": 3"},
+                           run_case{"--m 512 --n 512 --precision s --check", deep.c_str()}}) {
+    CAPTURE(r.args);
+    const outcome o = run(std::string(r.args) + " --algorithm blocked --json" + seed_arg());
     CAPTURE(o.out);
     CHECK(o.code == 0);
     CHECK(o.out.find("\"algorithm\": \"blocked\"") != std::string::npos);
+    CHECK(o.out.find(r.lookahead) != std::string::npos);
     CHECK(o.out.find("\"passed\": true") != std::string::npos);
   }
 }
@@ -104,6 +114,7 @@ TEST_CASE("tessera_qr without --device uses the GPU when there is one and says s
   CHECK(o.code == 0);
   if (tessera::qr::hybrid_available()) {
     CHECK(o.out.find("device hybrid") != std::string::npos);
+    CHECK(o.out.find("blocked QR") != std::string::npos);
   } else {
     CHECK(o.out.find("no CUDA device: running on the CPUs") != std::string::npos);
   }

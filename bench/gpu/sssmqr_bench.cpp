@@ -117,6 +117,7 @@ template <class T> constexpr const char* gemm_name() { return sizeof(T) == 8 ? "
 
 struct options {
   int n = 32768, nb = 256, ib = 32, runs = 5, gemm_size = 8192;
+  int blocked_nb = 512;  // --all-steps: also the blocked QR's update per step at this panel width (0: not)
   std::string precision = "both";
   std::vector<int> steps;
   bool all_steps = false, json = false, blocked = true, explore = false, gemm_shapes = false, panel = false;
@@ -399,6 +400,44 @@ void panel_bench(const options& o, gpu& g) {
   }
 }
 
+// The blocked QR's update at every step k (gpu_larfb: Q_k^T applied to the trailing rows - nb x
+// cols matrix in a's storage, ld n), 4 rows nb cols flops. T = 0 leaves C as it is, so the
+// repeated timings see the same data while every GEMM runs in full.
+template <class T>
+tessera::bench::series blocked_steps(const options& o, gpu& g, T* a, double gemm_gflops) {
+  const int N = o.n, nb = std::min(o.blocked_nb, o.n);
+  tessera::bench::series line{std::string("gpu_larfb (blocked QR) ") + (sizeof(T) == 8 ? "double" : "single"), {}, {}};
+  if (nb <= 0) return line;
+  dev<T> V(std::size_t(N) * nb), Tz(std::size_t(nb) * nb), work(gpu_larfb_workspace_size(N, N - nb, nb));
+  tessera::bench::fill_uniform(V.p, V.n, 6, g.s);
+  cuda_ok(cudaMemsetAsync(Tz.p, 0, sizeof(T) * Tz.n, g.s), "clear T");
+  if (!o.json)
+    std::printf("\n%s: blocked QR's gpu_larfb at every step, n=%d nb=%d (median of %d)\n%6s %7s %7s %10s %10s %8s\n",
+                letter<T>(), N, nb, o.runs, "k", "rows", "cols", "time_ms", "GFLOP/s", "of_gemm");
+  double total_ms = 0, total_flops = 0;
+  for (int k = 0; (k + 1) * nb < N; ++k) {
+    const int rows = N - k * nb, cols = N - (k + 1) * nb;
+    T* c = a + std::size_t(k) * nb + std::size_t(k + 1) * nb * N;
+    const double ms = g.median_ms(o.runs, [&] {
+      gpu_larfb<T>(rows, cols, nb, V.p, N, Tz.p, nb, c, N, work.p, work.n, g.h);
+    });
+    const double flops = 4.0 * rows * double(nb) * cols, rate = flops / (ms * 1e6);
+    total_ms += ms;
+    total_flops += flops;
+    line.x.push_back(k);
+    line.y.push_back(rate);
+    if (o.json)
+      std::printf("{\"bench\":\"larfb_step\",\"precision\":\"%s\",\"n\":%d,\"nb\":%d,\"k\":%d,\"rows\":%d,"
+                  "\"cols\":%d,\"time_ms\":%.4f,\"gflops\":%.1f}\n", letter<T>(), N, nb, k, rows, cols, ms, rate);
+    else
+      std::printf("%6d %7d %7d %10.3f %10.0f %7.0f%%\n", k, rows, cols, ms, rate,
+                  gemm_gflops > 0 ? 100 * rate / gemm_gflops : 0.0);
+  }
+  if (!o.json)
+    std::printf("all steps: %.1f ms of GPU update, %.0f GFLOP/s overall\n", total_ms, total_flops / (total_ms * 1e6));
+  return line;
+}
+
 template <class T>
 void run_precision(const options& o, gpu& g) {
   const int N = o.n, nb = o.nb, mt = (N + nb - 1) / nb;
@@ -510,17 +549,20 @@ void run_precision(const options& o, gpu& g) {
     else
       std::printf("all steps: %.1f ms of GPU update, %.0f GFLOP/s overall\n", total_ms,
                   total_flops / (total_ms * 1e6));
+    const tessera::bench::series larfb_steps = blocked_steps<T>(o, g, A.p, gemm_gflops);
     if (!o.plot.empty()) {
       // One file per precision: FILE.svg becomes FILE-d.svg / FILE-s.svg.
       std::string path = o.plot;
       const auto dot = path.rfind('.');
       path.insert(dot == std::string::npos ? path.size() : dot, std::string("-") + letter<T>());
       std::vector<tessera::bench::series> lines{per_step};
+      if (!larfb_steps.x.empty()) lines.push_back(larfb_steps);
       if (gemm_gflops > 0)
         lines.push_back({"cuBLAS gemm " + std::to_string(o.gemm_size) + "^3", {per_step.x.front(), per_step.x.back()},
                          {gemm_gflops, gemm_gflops}});
-      tessera::bench::write_line_chart(path, "aggregated SSSMQR per step k, n=" + std::to_string(N) + " nb=" +
-                                                 std::to_string(nb) + " ib=" + std::to_string(o.ib),
+      tessera::bench::write_line_chart(path, "GPU update per step k, n=" + std::to_string(N) + ": aggregated SSSMQR (nb=" +
+                                                 std::to_string(nb) + " ib=" + std::to_string(o.ib) +
+                                                 "), blocked QR's gpu_larfb (nb=" + std::to_string(o.blocked_nb) + ")",
                                        "step k", "GFLOP/s", lines);
       if (!o.json) std::printf("plot: %s\n", path.c_str());
     }
@@ -647,7 +689,9 @@ int main(int argc, char** argv) {
   app.add_option("--precision", o.precision, "d, s or both")->check(CLI::IsMember({"d", "s", "both"}));
   app.add_option("--steps", steps, "comma-separated steps k to measure (default: 0, mt/4, mt/2, 3mt/4, 7mt/8)");
   app.add_option("--gemm", o.gemm_size, "order of the cuBLAS GEMM baseline (0: none)")->check(CLI::NonNegativeNumber);
-  app.add_flag("--all-steps", o.all_steps, "time gpu_sssmqr at every step k (Figure 7b)");
+  app.add_flag("--all-steps", o.all_steps, "time gpu_sssmqr at every step k (Figure 7b), and gpu_larfb at --blocked-nb");
+  app.add_option("--blocked-nb", o.blocked_nb, "--all-steps: panel width of the blocked QR's steps (0: skip them)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--plot", o.plot, "with --all-steps: write the per-step rate as SVG (FILE-d.svg, FILE-s.svg)");
   app.add_flag("--json", o.json, "JSON lines instead of tables");
   app.add_flag("--explore", o.explore, "also time other formulations of the apply step");

@@ -8,8 +8,8 @@
 // storage; its setup (copies, allocation, workspace queries) is outside the timing. The tile
 // timing includes the conversion to tiles, as a column-major caller would pay it. Figures are
 // medians of --repeat runs, GFLOP/s by LAWN 41 (4/3 n^3 + 2 n^2 + 14/3 n for n x n).
-// With a GPU (built with CUDA and a device present) the list grows: Tessera gpu (lookahead 1) and
-// hybrid, cuSOLVER GEQRF twice (from and back to host memory, as Tessera's times are; and on a
+// With a GPU (built with CUDA and a device present) the list grows: Tessera's tile QR gpu
+// (lookahead 1) and hybrid, its blocked QR gpu (lookahead 1) and hybrid (deeper), cuSOLVER GEQRF twice (from and back to host memory, as Tessera's times are; and on a
 // matrix already on the device, as its own callers have it: the ratio column uses this one) and
 // cuBLAS GEMM as the rate ceiling (2 n^3 flops). --plot FILE.svg draws GFLOP/s against n (the seed's Figure 7a).
 #include <CLI/CLI.hpp>
@@ -63,6 +63,7 @@ struct options {
   int blocked_nb = 0;                // panel width of the blocked GPU QR; 0: qr::default_blocked_nb per n
   int bulk_columns = tessera::qr::blocked_options{}.bulk_columns;    // blocked: see blocked_options
   int chunked_steps = tessera::qr::blocked_options{}.chunked_steps;
+  std::vector<int> blocked_lookaheads{1, 0};  // one blocked contestant each; 0: default_blocked_lookahead
   int urgent_sms = -1;               // SMs reserved for the urgent stream; -1: hybrid_runtime_options's
   int max_cpu_n = 16384;             // CPU-only contestants skip larger n (they take minutes there)
   int max_tile_gpu_n = 1 << 30;      // the tile gpu and hybrid modes skip larger n
@@ -139,7 +140,7 @@ contestant<T> tessera_gpu(tessera::runtime& rt, const options& o, int lookahead,
 // Tessera's blocked QR with the panels on the GPU (LAPACK GEQRT form), in place on a pinned
 // column-major copy of a made outside the timing; the copies to the device and back are timed.
 template <class T>
-contestant<T> tessera_blocked(tessera::runtime& rt, const options& o) {
+contestant<T> tessera_blocked(tessera::runtime& rt, const options& o, int lookahead) {
   struct pinned {
     int n = 0;
     T* a = nullptr;
@@ -153,7 +154,10 @@ contestant<T> tessera_blocked(tessera::runtime& rt, const options& o) {
   };
   auto cache = std::make_shared<pinned>();
   const std::string nb_label = o.blocked_nb ? std::to_string(o.blocked_nb) : "per n";
-  return {"tessera blocked gpu (nb " + nb_label + ")", [&rt, o, cache](const std::vector<T>& a, int n) {
+  const std::string lookahead_label = lookahead > 0 ? std::to_string(lookahead) : "per n";
+  return {std::string("tessera blocked ") + (lookahead == 1 ? "gpu" : "hybrid") + " (nb " + nb_label +
+              ", lookahead " + lookahead_label + ")",
+          [&rt, o, lookahead, cache](const std::vector<T>& a, int n) {
             const int nb = o.blocked_nb ? o.blocked_nb : tessera::qr::default_blocked_nb(n);
             if (cache->n != n) {
               cache->release();
@@ -166,6 +170,7 @@ contestant<T> tessera_blocked(tessera::runtime& rt, const options& o) {
             b.nb = nb;
             b.bulk_columns = o.bulk_columns;
             b.chunked_steps = o.chunked_steps;
+            b.lookahead = lookahead;
             const auto t0 = std::chrono::steady_clock::now();
             tessera::qr::geqrt_gpu(rt, n, n, cache->a, n, cache->t, nb, b);
             return seconds_since(t0);
@@ -287,6 +292,7 @@ int run(const options& o) {
   contestants[0].max_n = o.max_cpu_n;
   const bool gpu = o.gpu && tessera::qr::hybrid_available();
   std::unique_ptr<tessera::runtime> rt_gpu;
+  std::size_t traced_hybrid = 2;  // with --trace and a GPU: the first blocked hybrid, else the tile hybrid
 #if TESSERA_BENCH_CUDA
   if (gpu) {
     tessera::runtime_options ro = tessera::qr::hybrid_runtime_options(o.threads);
@@ -296,7 +302,10 @@ int run(const options& o) {
     contestants.push_back(tessera_gpu<T>(*rt_gpu, o, 1, "gpu"));
     contestants.push_back(tessera_gpu<T>(*rt_gpu, o, o.lookahead >= 0 ? o.lookahead : tessera::qr::default_lookahead(nt_max), "hybrid"));
     for (std::size_t c = contestants.size() - 2; c < contestants.size(); ++c) contestants[c].max_n = o.max_tile_gpu_n;
-    contestants.push_back(tessera_blocked<T>(*rt_gpu, o));
+    for (int lookahead : o.blocked_lookaheads) {
+      if (lookahead != 1 && traced_hybrid == 2) traced_hybrid = contestants.size();
+      contestants.push_back(tessera_blocked<T>(*rt_gpu, o, lookahead));
+    }
   }
 #endif
   contestants.push_back(lapack<T>());
@@ -343,9 +352,10 @@ int run(const options& o) {
       for (std::size_t c = 0; c < contestants.size(); ++c)
         runs[c].push_back(n <= contestants[c].max_n ? contestants[c].time_one(a, n) : std::nan(""));
     if (!o.trace.empty() && n == largest) {
-      // One more run, traced (not timed): the hybrid QR's when there is a GPU, else the CPU tile QR's.
+      // One more run, traced (not timed): the hybrid QR's when there is a GPU (the blocked one's,
+      // else the tile one's), else the CPU tile QR's.
       tessera::runtime& traced = gpu ? *rt_gpu : rt;
-      const std::size_t c = gpu ? 2 : 0;
+      const std::size_t c = gpu ? traced_hybrid : 0;
       if (n <= contestants[c].max_n) {
         traced.enable_trace(true);
         contestants[c].time_one(a, n);
@@ -369,7 +379,12 @@ int run(const options& o) {
       }
       if (std::isnan(row.seconds[0]) || std::isnan(row.seconds[base])) std::printf(" | %13s", "-");
       else std::printf(" | %12.2fx", row.seconds[base] / row.seconds[0]);
-      if (gpu) std::printf(" | %.2fx", row.seconds[gpu_base] / std::min({row.seconds[1], row.seconds[2], row.seconds[3]}));
+      if (gpu) {
+        double best = std::nan("");  // the fastest Tessera GPU contestant that ran at this n
+        for (std::size_t c = 1; c < base; ++c)
+          if (!std::isnan(row.seconds[c]) && !(row.seconds[c] >= best)) best = row.seconds[c];
+        std::printf(" | %.2fx", row.seconds[gpu_base] / best);
+      }
       std::printf("\n");
       std::fflush(stdout);
     }
@@ -434,6 +449,10 @@ int main(int argc, char** argv) {
   app.add_option("--gpu-nb", o.gpu_nb, "tile size of the GPU contestants (default: qr::default_gpu_tile_size per n)");
   app.add_option("--blocked-nb", o.blocked_nb, "panel width of the blocked GPU QR (default: qr::default_blocked_nb per n)");
   app.add_option("--bulk-columns", o.bulk_columns, "blocked: column blocks per early bulk update task (0: all)");
+  app.add_option("--blocked-lookaheads", o.blocked_lookaheads,
+                 "blocked: one contestant per lookahead (1: gpu, deeper: hybrid; 0: default_blocked_lookahead)")
+      ->delimiter(',')
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--chunked-steps", o.chunked_steps, "blocked: steps whose bulk update is split by --bulk-columns");
   app.add_option("--urgent-sms", o.urgent_sms, "SMs reserved for the urgent GPU stream (default: hybrid_runtime_options)");
   app.add_option("--max-cpu-n", o.max_cpu_n, "skip the CPU-only contestants above this n");

@@ -28,8 +28,8 @@ namespace {
 struct config {
   int m = 2048, n = 2048, nb = 256, ib = 32;
   std::string precision = "d";
-  std::string device = "auto";   // auto: hybrid with a GPU, cpu without
-  std::string algorithm = "tile";  // tile, or blocked (gpu/hybrid: LAPACK-style, panels on the GPU)
+  std::string device = "auto";     // auto: hybrid with a GPU, cpu without
+  std::string algorithm = "auto";  // auto: blocked on the GPU, tile on the CPUs; tile, or blocked
   int bulk_columns = tessera::qr::blocked_options{}.bulk_columns;
   int chunked_steps = tessera::qr::blocked_options{}.chunked_steps;
   bool lookahead_given = false;
@@ -192,6 +192,7 @@ result run_blocked(const config& c) {
   options.ib = c.ib;
   options.bulk_columns = c.bulk_columns;
   options.chunked_steps = c.chunked_steps;
+  options.lookahead = c.lookahead;
   options.progress = &done;
   const std::uint64_t total = tessera::qr::geqrt_gpu_task_count(c.m, c.n, options) * std::uint64_t(c.repeat);
   result res = time_runs(
@@ -248,7 +249,8 @@ void print_text(const config& c, const result& r, double gflops) {
   if (c.device == "cpu")
     std::printf("running on the CPUs (%u threads)\n", c.threads);
   else if (c.algorithm == "blocked")
-    std::printf("blocked QR, panels and updates on the GPU (%s), lookahead 1\n", tessera::qr::gpu_name().c_str());
+    std::printf("blocked QR, panels and updates on the GPU (%s), lookahead %d; %u CPU threads run the runtime\n",
+                tessera::qr::gpu_name().c_str(), c.lookahead, c.threads);
   else
     std::printf("running on %u CPU threads and the GPU (%s), lookahead %d\n", c.threads,
                 tessera::qr::gpu_name().c_str(), c.lookahead);
@@ -295,15 +297,15 @@ int main(int argc, char** argv) {
   app.option_defaults()->always_capture_default();
   app.add_option("--m", c.m, "rows");
   app.add_option("--n", c.n, "columns");
-  app.add_option("--nb", c.nb, "tile size (gpu/hybrid default: tessera::qr::default_gpu_tile_size)");
+  app.add_option("--nb", c.nb, "tile size, or panel width of the blocked QR (gpu/hybrid default: tuned per n)");
   app.add_option("--ib", c.ib, "inner block size (divides nb)");
   app.add_option("--precision", c.precision, "s (float) or d (double)")->check(CLI::IsMember({"s", "d"}));
   app.add_option("--device", c.device, "auto (hybrid with a GPU, else cpu), cpu, gpu (lookahead 1) or hybrid")
       ->check(CLI::IsMember({"auto", "cpu", "gpu", "hybrid"}));
   app.add_option("--algorithm", c.algorithm,
-                 "tile (the seed's tile QR) or blocked (gpu/hybrid: LAPACK-style blocked QR, panels on the GPU, "
-                 "LAPACK GEQRT output)")
-      ->check(CLI::IsMember({"tile", "blocked"}));
+                 "auto (blocked on the GPU, tile on the CPUs), tile (the seed's tile QR; hybrid: panels on the "
+                 "CPUs) or blocked (gpu/hybrid: LAPACK-style blocked QR, panels on the GPU, LAPACK GEQRT output)")
+      ->check(CLI::IsMember({"auto", "tile", "blocked"}));
   app.add_option("--bulk-columns", c.bulk_columns,
                  "blocked: column blocks per bulk update task in the first --chunked-steps steps (0: all)")
       ->check(CLI::NonNegativeNumber);
@@ -326,7 +328,9 @@ int main(int argc, char** argv) {
   app.add_flag("!--no-urgent-stream", c.urgent_stream,
                "gpu/hybrid: no stream of its own for the GPU tasks on the CPUs' path (for comparison)");
   app.add_option("--urgent-sms", c.urgent_sms, "gpu/hybrid: SMs reserved for the urgent stream (0: none)");
-  app.add_option("--lookahead", c.lookahead, "tile columns the CPUs update ahead of the GPU (hybrid; default: tuned)")
+  app.add_option("--lookahead", c.lookahead,
+                 "hybrid: tile columns the CPUs update ahead of the GPU (tile), or column blocks updated ahead of "
+                 "the bulk (blocked, >= 1); default: tuned")
       ->check(CLI::NonNegativeNumber);
   try {
     app.parse(argc, argv);
@@ -339,20 +343,31 @@ int main(int argc, char** argv) {
   const bool nb_given = app.count("--nb") > 0;
   if (c.device == "auto") {
     // The blocked QR runs on the GPU alone: without one, say so rather than fall back to the CPUs.
-    if (c.algorithm == "blocked") c.device = "gpu";
+    if (c.algorithm == "blocked") c.device = tessera::qr::hybrid_available() ? "hybrid" : "gpu";
     else c.device = tessera::qr::hybrid_available() ? "hybrid" : "cpu";
     if (c.device == "cpu" && !c.json)
       std::printf("tessera_qr: no CUDA device: running on the CPUs\n");
   }
+  if (c.algorithm == "auto") c.algorithm = c.device == "cpu" ? "tile" : "blocked";
   if (c.algorithm == "blocked" && c.device == "cpu") {
     std::fprintf(stderr, "tessera_qr: error: --algorithm blocked runs on the GPU: use --device gpu or hybrid\n");
     return 2;
   }
+  const bool blocked = c.algorithm == "blocked";
+  if (blocked && c.lookahead_given && c.lookahead < 1) {
+    std::fprintf(stderr, "tessera_qr: error: --lookahead %d: the blocked QR needs at least 1\n", c.lookahead);
+    return 2;
+  }
+  if (blocked && c.nb < 1) {  // geqrt_gpu would read 0 as "the default"
+    std::fprintf(stderr, "tessera_qr: error: --nb: nb = %d: must be at least 1\n", c.nb);
+    return 2;
+  }
   if (c.device != "cpu" && !nb_given)
-    c.nb = c.algorithm == "blocked" ? tessera::qr::default_blocked_nb(c.n) : tessera::qr::default_gpu_tile_size(c.n);
+    c.nb = blocked ? tessera::qr::default_blocked_nb(c.n) : tessera::qr::default_gpu_tile_size(c.n);
   if (c.device == "gpu") c.lookahead = 1;  // the seed's "GPU-only": the CPUs keep only the next panel
   else if (c.device == "hybrid" && !c.lookahead_given)
-    c.lookahead = tessera::qr::default_lookahead((c.n + c.nb - 1) / std::max(c.nb, 1));
+    c.lookahead = blocked ? tessera::qr::default_blocked_lookahead(c.n)
+                          : tessera::qr::default_lookahead((c.n + c.nb - 1) / std::max(c.nb, 1));
   try {
     if (!c.trace.empty()) {
       const auto dot = c.trace.rfind('.');

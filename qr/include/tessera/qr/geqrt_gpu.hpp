@@ -4,9 +4,10 @@
 // The tile algorithms keep the GPU's GEMMs at inner dimension nb and the 16 cores' panel chain on
 // the critical path; this one runs LAPACK's right-looking blocked QR on the GPU instead: each
 // panel is factored by kernels::gpu_geqrt, and its block reflector updates the trailing matrix as
-// two large GEMMs (kernels::gpu_larfb, inner dimensions m and nb). Lookahead 1: the next panel's
-// column block is updated first, on the urgent stream, so its factorization overlaps the bulk
-// update of the rest. Each column block and each T block is one handle; the bulk update is one
+// two large GEMMs (kernels::gpu_larfb, inner dimensions m and nb). Lookahead L: the next L column
+// blocks are updated first, one task each, on the urgent stream, so that the panels run up to L-1
+// steps ahead of the bulk update of the rest and their chain, slowed by the bulk GEMMs beside it,
+// stays off the critical path longer. Each column block and each T block is one handle; the bulk update is one
 // aggregated task per step that inherits the dependencies of every column block it touches. The
 // runtime moves the column blocks: each to the device once, and home once it is final (right
 // after its panel, while the factorization goes on).
@@ -20,6 +21,7 @@ namespace tessera::qr {
 struct blocked_options {
   int nb = 0;                // panel width; 0: default_blocked_nb(n)
   int ib = 32;               // columns the panel kernel factors one at a time (<= 32)
+  int lookahead = 0;         // column blocks updated ahead of the bulk; 0: default_blocked_lookahead(n)
   // The first steps' bulk updates in tasks of bulk_columns column blocks each, so that they start
   // on the columns that reached the device while the rest are still on their way; later steps:
   // one task for all. 0: one task from the start.
@@ -33,6 +35,9 @@ struct blocked_options {
 
 // Panel width when none is given (README, "blocked QR on the GPU").
 int default_blocked_nb(int n) noexcept;
+
+// The deep lookahead of tessera_qr --device hybrid (README, "blocked QR on the GPU").
+int default_blocked_lookahead(int n) noexcept;
 
 // A (m x n, lda, m >= n, column-major host memory; pinned for full-speed copies) := R on and above
 // the diagonal and V below it; T (nb x n, ldt >= nb) := the panels' T side by side, exactly as
