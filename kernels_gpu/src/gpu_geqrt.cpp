@@ -71,6 +71,11 @@ void gpu_geqrt(int m, int n, int ib, T* A, int lda, T* Tf, int ldt, T* work, std
                   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   }
   detail::cholqr_clear(kernel, cholqr, (n + ib - 1) / ib, s);
+  // Each block writes its V into Vc from its diagonal down, unit diagonal and zeros made explicit;
+  // the zeros above its diagonal block, which V^T V below reads, come from clearing the top n rows.
+  detail::check(kernel, "cudaMemset2DAsync (Vc's top rows)",
+                cudaMemset2DAsync(Vc, sizeof(T) * static_cast<std::size_t>(m), 0, sizeof(T) * static_cast<std::size_t>(n),
+                                  static_cast<std::size_t>(n), s));
   for (int j0 = 0; j0 < n; j0 += ib) {
     const int jb = min_int(ib, n - j0), rows = m - j0, rest = n - j0 - jb;
     T* Aj = at(A, j0, j0, lda);
@@ -93,7 +98,6 @@ void gpu_geqrt(int m, int n, int ib, T* A, int lda, T* Tf, int ldt, T* work, std
                                T(1), C, lda));
   }
   // The whole panel's T from V^T V and the blocks' T.
-  detail::unit_lower_copy(kernel, m, n, A, lda, Vc, m, s);
   detail::check(kernel, "gemm (V^T V)",
                 detail::gemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, n, m, T(1), Vc, m, Vc, m, T(0), G, n));
   detail::full_t_by_doubling(kernel, n, ib, G, n, Tb, ib, Tf, ldt, X, handle);
