@@ -115,6 +115,12 @@ TEST_CASE("tessera_qr without --device uses the GPU when there is one and says s
   if (tessera::qr::hybrid_available()) {
     CHECK(o.out.find("device hybrid") != std::string::npos);
     CHECK(o.out.find("blocked QR") != std::string::npos);
+    // Wider than tall: the blocked QR needs m >= n, so the default is the tile hybrid.
+    const outcome wide = run("--m 96 --n 160 --nb 32 --ib 8 --check --json" + seed_arg());
+    CAPTURE(wide.out);
+    CHECK(wide.code == 0);
+    CHECK(wide.out.find("\"algorithm\": \"tile\"") != std::string::npos);
+    CHECK(wide.out.find("\"passed\": true") != std::string::npos);
   } else {
     CHECK(o.out.find("no CUDA device: running on the CPUs") != std::string::npos);
   }

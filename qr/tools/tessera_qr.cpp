@@ -29,7 +29,7 @@ struct config {
   int m = 2048, n = 2048, nb = 256, ib = 32;
   std::string precision = "d";
   std::string device = "auto";     // auto: hybrid with a GPU, cpu without
-  std::string algorithm = "auto";  // auto: blocked on the GPU, tile on the CPUs; tile, or blocked
+  std::string algorithm = "auto";  // auto: blocked on the GPU (m >= n), else tile; tile, or blocked
   int bulk_columns = tessera::qr::blocked_options{}.bulk_columns;
   int chunked_steps = tessera::qr::blocked_options{}.chunked_steps;
   bool lookahead_given = false;
@@ -303,7 +303,7 @@ int main(int argc, char** argv) {
   app.add_option("--device", c.device, "auto (hybrid with a GPU, else cpu), cpu, gpu (lookahead 1) or hybrid")
       ->check(CLI::IsMember({"auto", "cpu", "gpu", "hybrid"}));
   app.add_option("--algorithm", c.algorithm,
-                 "auto (blocked on the GPU, tile on the CPUs), tile (the seed's tile QR; hybrid: panels on the "
+                 "auto (blocked on the GPU when m >= n, else tile), tile (the seed's tile QR; hybrid: panels on the "
                  "CPUs) or blocked (gpu/hybrid: LAPACK-style blocked QR, panels on the GPU, LAPACK GEQRT output)")
       ->check(CLI::IsMember({"auto", "tile", "blocked"}));
   app.add_option("--bulk-columns", c.bulk_columns,
@@ -348,7 +348,8 @@ int main(int argc, char** argv) {
     if (c.device == "cpu" && !c.json)
       std::printf("tessera_qr: no CUDA device: running on the CPUs\n");
   }
-  if (c.algorithm == "auto") c.algorithm = c.device == "cpu" ? "tile" : "blocked";
+  // The blocked QR needs m >= n; wider matrices take the tile QR on any device.
+  if (c.algorithm == "auto") c.algorithm = c.device == "cpu" || c.m < c.n ? "tile" : "blocked";
   if (c.algorithm == "blocked" && c.device == "cpu") {
     std::fprintf(stderr, "tessera_qr: error: --algorithm blocked runs on the GPU: use --device gpu or hybrid\n");
     return 2;
