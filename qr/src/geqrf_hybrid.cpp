@@ -48,8 +48,8 @@ runtime_options hybrid_runtime_options(unsigned workers) {
 int default_gpu_tile_size(int n) noexcept { return n >= 32768 ? 384 : n >= 8192 ? 256 : 192; }
 
 int default_lookahead(int) noexcept {
-  // Measured on an H200 with 16 Xeon cores (README, "hybrid QR"): the GPU is so much faster than
-  // the cores that every tile column they update delays the next panel. With lookahead 0 the
+  // Measured on an H200 with 16 Xeon cores (docs/results/history.md, "GPU and hybrid"): the GPU
+  // is so much faster than the cores that every tile column they update delays the next panel. With lookahead 0 the
   // CPUs only factor panels (GEQRT, TSQRT) and the GPU's urgent stream updates the next panel
   // column row by row: 2.83 s against 3.13-3.20 s (lookahead 1) at n = 32768, 0.52 against
   // 0.67-0.75 s at 16384 (nb 256, 1-4 rows per bulk GPU task, medians of 3).

@@ -19,14 +19,15 @@
 namespace tessera::qr {
 
 int default_blocked_nb(int n) noexcept {
-  // Measured on an H100 at n = 32768 (README): with CholeskyQR2 panels 1.204 / 1.209 s at nb 512
+  // Measured on an H100 at n = 32768 (docs/results/history.md): with CholeskyQR2 panels 1.204 / 1.209 s at nb 512
   // against 1.216 / 1.224 s at 384 and 1.291 s at 448 (alternating runs, medians of 3); with the
   // Householder panels 1.52 s at nb 256, 1.38 s at 384.
   return n >= 32768 ? 512 : n >= 16384 ? 384 : n >= 4096 ? 256 : 128;
 }
 
 int default_blocked_lookahead(int n) noexcept {
-  // Measured on an H100 (README, "blocked QR on the GPU"), medians of 3-5, lookahead 1 / 2 / 3 / 4:
+  // Measured on an H100 (README, "GPU and hybrid QR against cuSOLVER"), medians of 3-5,
+  // lookahead 1 / 2 / 3 / 4:
   // 16384 double 0.2068 / 0.2083 / 0.2007 / 0.2012 s, single 0.2136 / 0.1982 / 0.1984 / 0.1999 s;
   // 32768 the same within 1%; 4096 and 8192 2-3% slower with 2-4 than with 1.
   return n >= 16384 ? 3 : 1;

@@ -34,8 +34,8 @@ struct hybrid_options {
 // gives them a stream of their own (hybrid_runtime_options does).
 inline constexpr int hybrid_urgent_priority = 1 << 20;
 
-// Runtime options geqrf_hybrid was tuned with (README, "hybrid QR"): `workers` CPU workers (0: all
-// cores), three GPU streams with at most two tasks in flight each (three were 3-5% faster than two
+// Runtime options geqrf_hybrid was tuned with (docs/results/history.md, "GPU and hybrid"):
+// `workers` CPU workers (0: all cores), three GPU streams with at most two tasks in flight each (three were 3-5% faster than two
 // at n = 8192, 16384 and 32768), and an urgent stream.
 runtime_options hybrid_runtime_options(unsigned workers = 0);
 
@@ -57,15 +57,16 @@ std::uint64_t hybrid_task_count(int mt, int nt, const hybrid_options& options);
 // The GPU's name, or "" without one.
 std::string gpu_name();
 
-// Tile size for the GPU modes when none is given, measured on an H200 with 16 cores (README,
-// lookahead 0, medians of 3): 192 below n = 8192 (not re-measured since lookahead 0), 256 from
-// 8192 (0.149 s against 0.165 at nb 192; at 16384 0.49 s against 0.78, 320 no faster), 384 from
-// 32768 (2.54 s against 2.73 at 256): larger tiles make the GPU's GEMMs (inner dimension nb)
-// faster while the CPUs, now only factoring panels, keep up.
+// Tile size for the GPU modes when none is given, measured on an H200 with 16 cores
+// (docs/results/history.md, lookahead 0, medians of 3): 192 below n = 8192 (not re-measured since
+// lookahead 0), 256 from 8192 (0.149 s against 0.165 at nb 192; at 16384 0.49 s against 0.78, 320
+// no faster), 384 from 32768 (2.54 s against 2.73 at 256): larger tiles make the GPU's GEMMs
+// (inner dimension nb) faster while the CPUs, now only factoring panels, keep up.
 int default_gpu_tile_size(int n) noexcept;
 
-// Lookahead chosen when none is given (nt: tile columns), measured on the GPU machine (README,
-// "hybrid QR"): 0, the CPUs factor the panels and the GPU does every update.
+// Lookahead chosen when none is given (nt: tile columns), measured on the GPU machine
+// (docs/results/history.md, "GPU and hybrid"): 0, the CPUs factor the panels and the GPU does
+// every update.
 int default_lookahead(int nt) noexcept;
 
 }  // namespace tessera::qr

@@ -7,10 +7,10 @@
 // two large GEMMs (kernels::gpu_larfb, inner dimensions m and nb). Lookahead L: the next L column
 // blocks are updated first, one task each, on the urgent stream, so that the panels run up to L-1
 // steps ahead of the bulk update of the rest and their chain, slowed by the bulk GEMMs beside it,
-// stays off the critical path longer. Each column block and each T block is one handle; the bulk update is one
-// aggregated task per step that inherits the dependencies of every column block it touches. The
-// runtime moves the column blocks: each to the device once, and home once it is final (right
-// after its panel, while the factorization goes on).
+// stays off the critical path longer. Each column block and each T block is one handle; the bulk
+// update is one aggregated task per step that inherits the dependencies of every column block it
+// touches. The runtime moves the column blocks: each to the device once, and home once it is
+// final (right after its panel, while the factorization goes on).
 #include <atomic>
 #include <cstdint>
 
@@ -33,10 +33,10 @@ struct blocked_options {
   std::atomic<std::uint64_t>* progress = nullptr;  // ticks once per task
 };
 
-// Panel width when none is given (README, "blocked QR on the GPU").
+// Panel width when none is given (measured: docs/results/history.md).
 int default_blocked_nb(int n) noexcept;
 
-// The deep lookahead of tessera_qr --device hybrid (README, "blocked QR on the GPU").
+// The deep lookahead of tessera_qr --device hybrid (README, "GPU and hybrid QR against cuSOLVER").
 int default_blocked_lookahead(int n) noexcept;
 
 // A (m x n, lda, m >= n, column-major host memory; pinned for full-speed copies) := R on and above
