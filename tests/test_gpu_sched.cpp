@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <random>
 #include <stdexcept>
@@ -189,6 +190,27 @@ struct stream_gate {
   }
 };
 }  // namespace
+
+TEST_CASE("a GPU task waits for its inputs' copies in the runtime, not in a stream") {
+  (void)skip_without_device;
+  // One stream, one task in flight. Launched at once, the first task would hold the stream until
+  // its 256 MiB input arrived (pinned, so the copy runs asynchronously: milliseconds), and the
+  // second, which needs nothing, would wait behind it.
+  tessera::runtime rt({.workers = 2, .gpu_streams = 1, .gpu_stream_depth = 1});
+  const std::size_t bytes = std::size_t(256) << 20;
+  void* big = nullptr;
+  REQUIRE(cudaMallocHost(&big, bytes) == cudaSuccess);
+  std::memset(big, 1, bytes);
+  const auto hbig = rt.register_data(big, bytes);
+  std::vector<char> launched;  // GPU task bodies run on the GPU thread, one at a time
+  rt.task([&](tessera::task_context&) { launched.push_back('a'); }).on(tessera::device::gpu).read(hbig).submit();
+  rt.task([&](tessera::task_context&) { launched.push_back('b'); }).on(tessera::device::gpu).submit();
+  rt.wait_all();
+  CHECK(launched == std::vector<char>{'b', 'a'});
+  CHECK(rt.transfers().h2d_bytes == bytes);
+  rt.release_device(hbig);
+  cudaFreeHost(big);
+}
 
 TEST_CASE("GPU tasks wait for a stream in priority order; urgent ones get a stream of their own") {
   (void)skip_without_device;

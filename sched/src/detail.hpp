@@ -125,6 +125,7 @@ struct copy_state {
   bool host_valid = true;
   bool device_valid = false;
   void* h2d_done = nullptr;    // cudaEvent_t recorded after the last copy to the device, or null
+  std::uint64_t h2d_seq = 0;   // that copy's place in the copy stream's order (0: none)
   void* d2h_done = nullptr;    // ... to the host
 };
 

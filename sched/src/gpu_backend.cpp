@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -104,6 +105,7 @@ class cuda_backend final : public gpu_backend {
     c.host_valid = true;
     c.device_valid = false;
     c.h2d_done = c.d2h_done = nullptr;
+    c.h2d_seq = 0;
   }
 
   void place(handle_state* h, void* device, std::size_t pitch) override {
@@ -159,6 +161,7 @@ class cuda_backend final : public gpu_backend {
   struct waiting {  // a CPU task waiting for copies to the host, or a GPU task for a stream
     task_node* task;
     std::vector<cudaEvent_t> events;
+    std::uint64_t after = 0;  // GPU task: the last copy to the device it needs (h2d_seq)
   };
   // Heap order: highest priority on top, then the oldest.
   static bool runs_later(const waiting& a, const waiting& b) {
@@ -208,6 +211,8 @@ class cuda_backend final : public gpu_backend {
     cudaEventRecord(end, _h2d);
     c.device_valid = true;
     c.h2d_done = end;
+    c.h2d_seq = ++_h2d_issued;
+    _h2d_pending.push_back({c.h2d_seq, end});
     {
       std::lock_guard lock(_mutex);
       _stats.h2d_bytes += h->run_bytes * h->runs;
@@ -247,19 +252,55 @@ class cuda_backend final : public gpu_backend {
     return t;
   }
 
-  // A ready GPU task: its inputs start travelling now; it waits for a stream in _queue.
+  // A ready GPU task: its inputs start travelling now. It waits in _copying until they have
+  // arrived, then for a stream in _queue: a task launched early would wait inside its stream,
+  // holding up the tasks queued behind it there (at the start of a blocked QR, the bulk updates
+  // sat behind finiteness checks waiting for columns still on their way).
   void enqueue(task_node* t) {
     waiting q{t, {}};
     try {
       if (!t->seq->cancelled.load(std::memory_order_acquire))
         for (auto& [h, mode] : t->accesses)
           if (mode != access::write)
-            if (cudaEvent_t ready = to_device(h, t->id)) q.events.push_back(ready);
+            if (cudaEvent_t ready = to_device(h, t->id)) {
+              q.events.push_back(ready);
+              q.after = std::max(q.after, h->copies.h2d_seq);
+            }
     } catch (...) {
       _rt.record_error(*t->seq, std::current_exception());
     }
+    if (q.after > _h2d_arrived) {
+      _copying.push_back(std::move(q));
+      return;
+    }
     _queue.push_back(std::move(q));
     std::push_heap(_queue.begin(), _queue.end(), runs_later);
+  }
+
+  // Copies to the device finish in the order issued (one stream): advances _h2d_arrived and moves
+  // the GPU tasks whose inputs are all there to _queue. A failed copy counts as arrived; the
+  // task's stream waits on its event and reports the error.
+  bool arrived() {
+    while (!_h2d_pending.empty()) {
+      const cudaError_t e = cudaEventQuery(_h2d_pending.front().second);
+      if (e == cudaErrorNotReady) break;
+      if (e != cudaSuccess) cudaGetLastError();
+      _h2d_arrived = _h2d_pending.front().first;
+      _h2d_pending.pop_front();
+    }
+    bool moved = false;
+    for (std::size_t i = 0; i < _copying.size();) {
+      if (_copying[i].after > _h2d_arrived) {
+        ++i;
+        continue;
+      }
+      _queue.push_back(std::move(_copying[i]));
+      std::push_heap(_queue.begin(), _queue.end(), runs_later);
+      _copying[i] = std::move(_copying.back());
+      _copying.pop_back();
+      moved = true;
+    }
+    return moved;
   }
 
   // Launches queued tasks while a stream has room: the urgent stream for urgent tasks first, else
@@ -337,13 +378,14 @@ class cuda_backend final : public gpu_backend {
       c.device_valid = true;
       c.host_valid = false;
       c.h2d_done = c.d2h_done = nullptr;
+      c.h2d_seq = 0;
     }
     _rt.complete(t, _rt.workers);  // the GPU thread's worker index
   }
 
   // Returns true when it did something.
   bool poll() {
-    bool progress = false;
+    bool progress = arrived();
     for (std::size_t i = 0; i < _launched.size();) {
       const cudaError_t e = _launched[i].end ? cudaEventQuery(_launched[i].end) : cudaSuccess;
       if (e == cudaErrorNotReady) {
@@ -395,9 +437,11 @@ class cuda_backend final : public gpu_backend {
     for (;;) {
       {
         std::unique_lock lock(_mutex);
-        if (_launched.empty() && _waiting.empty())
+        if (_launched.empty() && _waiting.empty() && _copying.empty())
           _wake.wait(lock, [&] { return _stop || !_incoming.empty(); });
-        if (_stop && _incoming.empty() && _launched.empty() && _waiting.empty() && _queue.empty()) return;
+        if (_stop && _incoming.empty() && _launched.empty() && _waiting.empty() && _copying.empty() &&
+            _queue.empty())
+          return;
         batch.swap(_incoming);
       }
       for (task_node* t : batch) {
@@ -408,7 +452,7 @@ class cuda_backend final : public gpu_backend {
       dispatch();
       const bool progress = poll();
       if (progress) dispatch();
-      if (!progress && (!_launched.empty() || !_waiting.empty())) {
+      if (!progress && (!_launched.empty() || !_waiting.empty() || !_copying.empty())) {
         // Work on the device: check again soon, or as soon as new tasks arrive.
         std::unique_lock lock(_mutex);
         _wake.wait_for(lock, std::chrono::microseconds(5), [&] { return _stop || !_incoming.empty(); });
@@ -438,6 +482,9 @@ class cuda_backend final : public gpu_backend {
 
   std::vector<launched> _launched;  // GPU thread only
   std::vector<waiting> _waiting;    // GPU thread only
+  std::vector<waiting> _copying;    // GPU thread only: GPU tasks whose inputs are on their way
+  std::deque<std::pair<std::uint64_t, cudaEvent_t>> _h2d_pending;  // GPU thread only, issue order
+  std::uint64_t _h2d_issued = 0, _h2d_arrived = 0;                 // GPU thread only
   std::vector<waiting> _queue;      // GPU thread only: ready GPU tasks, a heap by runs_later
 
   bool _tracing = false;
