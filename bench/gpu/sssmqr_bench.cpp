@@ -9,7 +9,9 @@
 //
 // Modes: the default measures a few steps (--steps) with every variant (gpu_sssmqr, its
 // prepare/apply parts, the ib-blocked baseline, --explore: other formulations of the apply);
-// --all-steps times gpu_sssmqr at every k (the per-step rate of the seed's Figure 7b).
+// --all-steps times gpu_sssmqr at every k (the per-step rate of the seed's Figure 7b), and the
+// blocked QR's gpu_larfb at every step of panel width --blocked-nb (512; 0: not).
+// --panel times gpu_geqrt's panels (alone and beside the first step's update).
 // --json prints one JSON object per line instead of tables.
 #include <algorithm>
 #include <chrono>

@@ -2,7 +2,9 @@
 // GEQRF (OpenBLAS on all cores), in one run on the same matrices.
 //
 //   tessera_qr_bench [--sizes 2048,4096,8192,16384] [--precision d|s] [--repeat 3] [--nb 256]
-//                    [--ib 32] [--threads N] [--json]
+//                    [--ib 32] [--threads N] [--json] [--plot FILE.svg] [--trace FILE.json]
+//                    [--max-cpu-n N] [--max-tile-gpu-n N] [--blocked-lookaheads 1,0] [--no-gpu]
+//   (--help lists the rest)
 //
 // Each contestant factors the same random n x n matrix (uniform in [-1, 1]) from column-major
 // storage; its setup (copies, allocation, workspace queries) is outside the timing. The tile
