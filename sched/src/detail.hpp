@@ -16,6 +16,9 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+#include <x86intrin.h>
+#else
+#include <chrono>
 #endif
 
 namespace tessera::detail {
@@ -27,6 +30,17 @@ inline void cpu_relax() noexcept {
   std::this_thread::yield();
 #endif
 }
+
+// A cheap clock for timing task bodies: the time-stamp counter on x86 (about 11 ns to read on the
+// 2-core VM, against 27 for steady_clock), nanoseconds elsewhere. ticks_per_ns converts.
+inline std::uint64_t ticks() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  return __rdtsc();
+#else
+  return static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+#endif
+}
+double ticks_per_ns();  // measured once per process
 
 // Short critical sections only (a push or a pop): cheaper than std::mutex when uncontended.
 class spinlock {

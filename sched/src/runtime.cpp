@@ -63,7 +63,31 @@ constexpr std::size_t prefetch_distance = 8;
 
 std::size_t align_up(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
 
+// Granularity control: a runner times one body in sample_every; the inserting thread looks at
+// the samples every look_every submissions and decides once it has at least min_samples new ones.
+constexpr unsigned sample_every = 16;
+constexpr std::size_t look_every = 64;
+constexpr std::uint64_t min_samples = 4;
+constexpr double inline_weight = 16;   // of one body in the moving average of inline runs
+constexpr double trial_factor = 8;    // workers' sampled mean below this times the bound: try inline runs
+
 }  // namespace
+
+double ticks_per_ns() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const double rate = [] {
+    const auto c0 = std::chrono::steady_clock::now();
+    const std::uint64_t r0 = ticks();
+    auto c1 = c0;
+    while (c1 - c0 < std::chrono::microseconds(200)) c1 = std::chrono::steady_clock::now();
+    const std::uint64_t r1 = ticks();
+    return static_cast<double>(r1 - r0) / static_cast<double>(std::chrono::duration<double, std::nano>(c1 - c0).count());
+  }();
+  return rate;
+#else
+  return 1.0;
+#endif
+}
 
 runtime_impl::runtime_impl(const runtime_options& options)
     : workers(options.workers ? options.workers : std::max(1u, std::thread::hardware_concurrency())),
@@ -78,6 +102,8 @@ runtime_impl::runtime_impl(const runtime_options& options)
     arena = std::make_unique<tbb::task_arena>(static_cast<int>(workers), 1);
     arena->initialize();
   }
+  if (options.inline_below_ns)
+    inline_below_ticks = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(options.inline_below_ns * ticks_per_ns()));
   if (const char* env = std::getenv("TESSERA_LINGER_US")) linger_us = static_cast<unsigned>(std::strtoul(env, nullptr, 10));
   if (options.gpu_streams > 0) gpu = gpu_backend::create(*this, options);
   // One more worker state for the GPU thread, which runs GPU task bodies.
@@ -230,6 +256,7 @@ void runtime_impl::submit(task_node* t) {
   }
   ++t->seq->submitted;
   ++submitted;
+  if (inline_below_ticks && !run_inline && t->id >= next_look) look_at_samples();
   if (log_debug) log->debug("task {} '{}' submitted", t->id, t->label);
   // No predecessor outstanding (the common case for wide DAGs): nobody else can touch the count,
   // so a plain store does, without the full fence of a locked instruction.
@@ -260,12 +287,18 @@ void runtime_impl::make_ready_cpu(task_node* t, bool by_inserter) {
   if (hint >= 0 && static_cast<unsigned>(hint) < workers) {
     worker_states[static_cast<unsigned>(hint)]->mailbox.push(t);
   } else if (by_inserter && t->priority == 0) {
+    // Granularity control (runtime_options::inline_below_ns): bodies lately shorter than a
+    // hand-off between cores run here at once.
+    if (run_inline) {
+      execute(t, 0, run_origin::inline_run);
+      return;
+    }
     // Throttling (as libgomp and LLVM's OpenMP do when a thread's task queue is long): with
     // help_backlog tasks already waiting in the ring, the runners are behind, so this one runs
     // here at once, still hot in this core's cache, and costs no hand-off.
     if (submitted_ready.backlog_at_least(help_backlog)) {
       spawn_runner();
-      execute(t, 0);
+      execute(t, 0, run_origin::throttled);
       return;
     }
     if (!submitted_ready.push(t)) ready.push(t);
@@ -275,18 +308,20 @@ void runtime_impl::make_ready_cpu(task_node* t, bool by_inserter) {
   spawn_runner();
 }
 
+void runtime_impl::runner_main() {
+  // Pairs with the increment in spawn_runner: oneTBB's hand-off to a worker is invisible to TSan.
+  (void)live_runners.load(std::memory_order_acquire);
+  runner_loop();
+  live_runners.fetch_sub(1, std::memory_order_acq_rel);  // the last touch of this runtime
+}
+
 void runtime_impl::spawn_runner() {
   if (!arena) return;
   unsigned active = active_runners.load(std::memory_order_acquire);
   while (active < max_runners) {
     if (active_runners.compare_exchange_weak(active, active + 1, std::memory_order_acq_rel)) {
       live_runners.fetch_add(1, std::memory_order_acq_rel);
-      arena->enqueue([this] {
-        // Pairs with the increment above: oneTBB's hand-off to a worker is invisible to TSan.
-        (void)live_runners.load(std::memory_order_acquire);
-        runner_loop();
-        live_runners.fetch_sub(1, std::memory_order_acq_rel);  // the last touch of this runtime
-      });
+      arena->enqueue(runner_entry{this});
       return;
     }
   }
@@ -381,11 +416,17 @@ void* runtime_impl::scratch(unsigned worker, task_node* t, std::size_t i) {
   return worker_states[worker]->scratch.get() + offset;
 }
 
-void runtime_impl::execute(task_node* t, unsigned worker) {
+void runtime_impl::execute(task_node* t, unsigned worker, run_origin origin) {
+  const bool inline_run = origin == run_origin::inline_run;
   worker_state& ws = *worker_states[worker];
   const bool traced = t->traced;
   if (traced) t->start_ns = now_ns();
+  // Every body run inline is timed (one that proves long ends inline runs at once), one in
+  // sample_every of the others.
+  const bool timed = inline_below_ticks && (inline_run || ++ws.bodies_to_sample >= sample_every);
+  const std::uint64_t body_start = timed ? ticks() : 0;
   const bool skip = !run_body(t, worker);
+  if (timed && !skip) sample_body(ws, ticks() - body_start, inline_run);
   // Recording the writer pulls the datum's state into this core's cache: only when some task has
   // asked for a locality hint (or the GPU backend tracks copies).
   if (!skip && (locality_used.load(std::memory_order_relaxed) || gpu))
@@ -409,7 +450,54 @@ void runtime_impl::execute(task_node* t, unsigned worker) {
   // Captured resources go now, not when the node is reused; a body without any is left for the
   // inserting thread to overwrite, so this worker does not dirty another cache line of the node.
   if (t->body.owns_resources()) t->body.reset();
-  complete(t, worker);
+  if (origin == run_origin::queue) complete(t, worker);
+  else complete_at_submission(t);
+}
+
+void runtime_impl::sample_body(worker_state& ws, std::uint64_t body_ticks, bool inline_run) {
+  ws.bodies_to_sample = 0;
+  // One writer per worker state: plain read-modify-write, atomic only for the inserting thread's reads.
+  ws.sampled_ticks.store(ws.sampled_ticks.load(std::memory_order_relaxed) + body_ticks, std::memory_order_relaxed);
+  ws.sampled_bodies.store(ws.sampled_bodies.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  if (!inline_run) return;
+  // A moving average: the odd slow body (1-3% of empty bodies take 0.3-0.6 us on the VM) does not
+  // end inline runs; a run of longer bodies does, and so does one body 16 times the bound (or, an
+  // interrupt of tens of us: inline runs resume at the next look, see look_at_samples).
+  const double bound = static_cast<double>(inline_below_ticks);
+  inline_average += (static_cast<double>(body_ticks) - inline_average) / inline_weight;
+  if (inline_average <= bound) return;
+  run_inline = false;
+  next_look = next_id + look_every;
+  // The next decision weighs only bodies from now on, not the short ones run inline until now.
+  sum_samples(looked_ticks, looked_bodies);
+  if (log_debug) log->debug("task bodies run inline took {:.0f} ticks lately: tasks are handed over again", inline_average);
+}
+
+void runtime_impl::sum_samples(std::uint64_t& sum_ticks, std::uint64_t& bodies) const {
+  sum_ticks = bodies = 0;
+  for (unsigned w = 0; w < workers; ++w) {  // CPU workers; the GPU thread's bodies are launches
+    sum_ticks += worker_states[w]->sampled_ticks.load(std::memory_order_relaxed);
+    bodies += worker_states[w]->sampled_bodies.load(std::memory_order_relaxed);
+  }
+}
+
+void runtime_impl::look_at_samples() {
+  next_look = next_id + look_every;
+  std::uint64_t sum_ticks, bodies;
+  sum_samples(sum_ticks, bodies);
+  if (bodies - looked_bodies < min_samples) return;
+  const double mean = static_cast<double>(sum_ticks - looked_ticks) / static_cast<double>(bodies - looked_bodies);
+  looked_ticks = sum_ticks;
+  looked_bodies = bodies;
+  // A worker's body time includes pulling the task's lines from the inserting thread's core (0.2 us
+  // and more on the slow VM state), so it cannot say whether a body is shorter than the bound; it
+  // can say that bodies are long. Not long: a trial of inline runs, their average starting at half
+  // the bound, so that a body of 8.5 times the bound ends the trial at once.
+  const double bound = static_cast<double>(inline_below_ticks);
+  if (mean >= trial_factor * bound) return;
+  run_inline = true;
+  inline_average = bound / 2;
+  if (log_debug) log->debug("task bodies may be shorter than a hand-off: ready tasks run at insertion");
 }
 
 bool runtime_impl::run_body(task_node* t, unsigned worker) {
@@ -457,6 +545,16 @@ void runtime_impl::complete(task_node* t, unsigned worker) {
   recycle(t, worker);
   seq->completed.fetch_add(1, std::memory_order_acq_rel);
   completed.fetch_add(1, std::memory_order_acq_rel);
+}
+
+// A task run by the inserting thread within its own submit(): no later task has been inserted, so it
+// has no successors, and its counts are this thread's alone. Not counting it at all costs no
+// locked instruction on lines the workers write.
+void runtime_impl::complete_at_submission(task_node* t) {
+  t->done.store(true, std::memory_order_release);
+  --t->seq->submitted;
+  --submitted;
+  pool_local.push_back(t);
 }
 
 void runtime_impl::recycle(task_node* t, unsigned worker) {

@@ -148,6 +148,18 @@ struct worker_state {
   std::size_t scratch_size = 0;
   std::vector<trace_task> trace;    // this worker's finished tasks, while tracing
   std::vector<task_node*> freed;    // done nodes, handed to the shared pool in batches
+  unsigned bodies_to_sample = 0;    // bodies this thread runs before it times one
+  // Sampled body times, in ticks: written by this worker only, read by the inserting thread now
+  // and then (granularity control, runtime_options::inline_below_ns).
+  alignas(64) std::atomic<std::uint64_t> sampled_ticks{0};
+  std::atomic<std::uint64_t> sampled_bodies{0};
+};
+
+// What oneTBB runs on a worker: runtime_impl::runner_main. Its call operator has a file of its own
+// (runner_entry.cpp; see there why).
+struct runner_entry {
+  runtime_impl* rt;
+  void operator()() const;
 };
 
 struct runtime_impl {
@@ -162,9 +174,16 @@ struct runtime_impl {
   // --- execution ---
   void make_ready(task_node* t, bool by_inserter = false);
   void spawn_runner();
+  void runner_main();  // a runner's whole life
   void runner_loop();
   task_node* pop_for(unsigned worker, std::size_t ring_min = 1);
-  void execute(task_node* t, unsigned worker);
+  // Where a task came from: a queue, or its own submission (the throttle, granularity control).
+  enum class run_origin : std::uint8_t { queue, throttled, inline_run };
+  void execute(task_node* t, unsigned worker, run_origin origin = run_origin::queue);
+  void complete_at_submission(task_node* t);
+  void sample_body(worker_state& ws, std::uint64_t body_ticks, bool inline_run);
+  void look_at_samples();  // the inserting thread: decides run_inline
+  void sum_samples(std::uint64_t& sum_ticks, std::uint64_t& bodies) const;
   void complete(task_node* t, unsigned worker);
   void recycle(task_node* t, unsigned worker);  // back to the pool once done
   bool help_once();  // the inserting thread runs one ready task, if any
@@ -199,6 +218,13 @@ struct runtime_impl {
   // its task queue): when the runners fall behind (tasks shorter than a hand-off between cores),
   // this keeps the backlog, the nodes in flight and the cores' shared lines few.
   std::size_t help_backlog;
+  // Granularity control (runtime_options::inline_below_ns), the inserting thread's: run_inline
+  // says whether tasks ready at submission run at once on it; looked at every 64 submissions.
+  std::uint64_t inline_below_ticks = 0;  // 0: off
+  bool run_inline = false;
+  double inline_average = 0;  // ticks per body, lately: a moving average while run_inline
+  std::uint64_t next_look = 0;                    // the task id at which to look next
+  std::uint64_t looked_ticks = 0, looked_bodies = 0;  // the samples' sums at the last decision
   unsigned linger_us = 200;  // how long an idle runner polls before it leaves (TESSERA_LINGER_US)
   unsigned max_runners;
 
