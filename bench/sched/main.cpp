@@ -2,7 +2,10 @@
 // oneTBB flow graph, on the same DAGs with empty task bodies (see workloads.hpp).
 //
 //   tessera_sched_bench [--workload all|independent|random3|aggregate|cholesky] [--tasks N]
-//                       [--threads T] [--repeat R] [--json] [--runtime all|tessera|openmp|tbb_flow_graph]
+//                       [--threads T] [--repeat R] [--json]
+//                       [--runtime all|tessera|tessera_handoff|openmp|tbb_flow_graph]
+// tessera_handoff is Tessera with its granularity control off (runtime_options::inline_below_ns = 0):
+// what handing every empty task to a worker costs.
 #include <oneapi/tbb/version.h>
 
 #include <sys/resource.h>
@@ -69,6 +72,9 @@ struct peer {
   runner (*make)(const workload&, unsigned);
 };
 
+// The peers Tessera's ratios are taken against (not Tessera's own variants).
+bool is_vendor(const peer& p) { return std::string(p.name).rfind("tessera", 0) != 0; }
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -94,7 +100,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--seed", seed, "Seed of the random3 access lists")->capture_default_str();
   app.add_option("--runtime", only, "Runtime(s) to time")
-      ->check(CLI::IsMember({"all", "tessera", "openmp", "tbb_flow_graph"}))
+      ->check(CLI::IsMember({"all", "tessera", "tessera_handoff", "openmp", "tbb_flow_graph"}))
       ->capture_default_str();
   app.add_flag("--json", json, "One JSON object per line instead of the table");
   CLI11_PARSE(app, argc, argv);
@@ -113,8 +119,8 @@ int main(int argc, char** argv) {
   if (all || which == "cholesky") workloads.push_back(make_cholesky(tasks));
 
   std::vector<peer> peers;
-  for (peer p : {peer{"tessera", make_tessera}, peer{"openmp", make_openmp},
-                 peer{"tbb_flow_graph", make_tbb_flow_graph}})
+  for (peer p : {peer{"tessera", make_tessera}, peer{"tessera_handoff", make_tessera_handoff},
+                 peer{"openmp", make_openmp}, peer{"tbb_flow_graph", make_tbb_flow_graph}})
     if (only == "all" || only == p.name) peers.push_back(p);
 
   const std::string cpu = cpu_model();
@@ -125,7 +131,8 @@ int main(int argc, char** argv) {
     std::printf("time: median of %u back-to-back runs of the whole build + dependency inference + insert +\n"
                 "  run + wait, after one untimed warm-up run per runtime that verifies the execution order\n", repeat);
     std::printf("  tessera: runtime({.workers = %u}) built and one handle per datum registered (register_key)\n"
-                "    before timing: random3 1,024, independent N, aggregate d, cholesky one per lower tile\n",
+                "    before timing: random3 1,024, independent N, aggregate d, cholesky one per lower tile;\n"
+                "    tessera_handoff: the same with .inline_below_ns = 0 (no granularity control)\n",
                 threads);
     const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
     std::printf("  openmp: libgomp (g++ %s), parallel num_threads(%u) + single inserting thread, depend\n"
@@ -138,9 +145,9 @@ int main(int argc, char** argv) {
     std::printf("us per task (aggregate: per dependency, producers included: total / d); ratio < 1: Tessera faster;\n"
                 "others%%: most of the machine's CPU that other processes used while one runtime of the row was timed\n\n");
     std::printf("%-12s %9s %9s %7s %5s", "workload", "tasks", "deps", "threads", "per");
-    for (const peer& p : peers) std::printf(" %14s", p.name);
+    for (const peer& p : peers) std::printf(" %15s", p.name);
     for (std::size_t i = 1; i < peers.size() && peers[0].name == std::string("tessera"); ++i)
-      std::printf(" %14s", ("t/" + std::string(peers[i].name).substr(0, 6)).c_str());
+      if (is_vendor(peers[i])) std::printf(" %8s", ("t/" + std::string(peers[i].name).substr(0, 6)).c_str());
     std::printf(" %7s\n", "others%");
     std::fflush(stdout);
   }
@@ -187,9 +194,9 @@ int main(int argc, char** argv) {
       std::printf("%-12s %9zu %9zu %7u %5s", w.name.c_str(), w.tasks(), w.deps, threads,
                   w.per_dependency ? "dep" : "task");
       for (const auto& u : us)
-        u ? std::printf(" %14.4f", *u) : std::printf(" %14s", "failed");
+        u ? std::printf(" %15.4f", *u) : std::printf(" %15s", "failed");
       for (std::size_t i = 1; i < us.size() && peers[0].name == std::string("tessera"); ++i)
-        us[0] && us[i] ? std::printf(" %14.2f", *us[0] / *us[i]) : std::printf(" %14s", "-");
+        if (is_vendor(peers[i])) us[0] && us[i] ? std::printf(" %8.2f", *us[0] / *us[i]) : std::printf(" %8s", "-");
       std::printf(" %7.0f\n", *std::max_element(others.begin(), others.end()));
     }
     std::fflush(stdout);

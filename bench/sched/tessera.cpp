@@ -34,8 +34,9 @@ double run(const workload& w, runtime& rt, const std::vector<handle>& handles, c
 
 }  // namespace
 
-runner make_tessera(const workload& w, unsigned threads) {
-  auto rt = std::make_shared<runtime>(runtime_options{.workers = threads});
+namespace {
+runner make(const workload& w, runtime_options options) {
+  auto rt = std::make_shared<runtime>(options);
   auto handles = std::make_shared<std::vector<handle>>();
   handles->reserve(w.handles);
   for (std::size_t h = 0; h < w.handles; ++h) handles->push_back(rt->register_key(h));
@@ -43,6 +44,15 @@ runner make_tessera(const workload& w, unsigned threads) {
   run(w, *rt, *handles, [&check](std::uint32_t t) { check.run(t); });
   check.verify(w, "tessera");
   return [&w, rt, handles] { return run(w, *rt, *handles, [](std::uint32_t) {}); };
+}
+}  // namespace
+
+runner make_tessera(const workload& w, unsigned threads) { return make(w, {.workers = threads}); }
+
+// Granularity control off: every task ready at submission is handed to a worker (or, past the
+// throttle's backlog, run on the inserting thread), whatever its body's length.
+runner make_tessera_handoff(const workload& w, unsigned threads) {
+  return make(w, {.workers = threads, .inline_below_ns = 0});
 }
 
 }  // namespace tessera::bench

@@ -194,6 +194,7 @@ class order_check {
 // everything from the first task's creation to the end of the final wait.
 using runner = std::function<double()>;
 runner make_tessera(const workload& w, unsigned threads);
+runner make_tessera_handoff(const workload& w, unsigned threads);  // inline_below_ns = 0
 runner make_openmp(const workload& w, unsigned threads);
 runner make_tbb_flow_graph(const workload& w, unsigned threads);
 
