@@ -2,7 +2,6 @@
 #include <tessera/kernels_cpu/core_geqrt.hpp>
 
 #include "check.hpp"
-#include "lapack.hpp"
 #include "larfb.hpp"
 #include "panel2.hpp"
 

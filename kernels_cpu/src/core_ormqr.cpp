@@ -1,8 +1,10 @@
 #include <algorithm>
 #include <tessera/kernels_cpu/core_ormqr.hpp>
 
+#include <tessera/kernels_cpu/blas.hpp>
+
 #include "check.hpp"
-#include "lapack.hpp"
+#include "detail.hpp"
 #include "larfb.hpp"
 
 namespace tessera::kernels {
@@ -35,8 +37,8 @@ void core_ormqr(side s, trans t, int m, int n, int k, int ib, const T* V, int ld
   }
   // The right side's LARFB already works on C's columns: as fast as larfb_left on the left.
   detail::check_info(name, "GEMQRT",
-                     detail::gemqrt(detail::to_char(s), detail::to_char(t), m, n, k, nb, V, ldv, Tf,
-                                    ldt, C, ldc, work));
+                     blas::gemqrt(detail::to_char(s), detail::to_char(t), m, n, k, nb, V, ldv, Tf,
+                                  ldt, C, ldc, work));
 }
 
 template void core_ormqr<float>(side, trans, int, int, int, int, const float*, int, const float*,

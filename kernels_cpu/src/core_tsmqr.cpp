@@ -1,8 +1,10 @@
 #include <algorithm>
 #include <tessera/kernels_cpu/core_tsmqr.hpp>
 
+#include <tessera/kernels_cpu/blas.hpp>
+
 #include "check.hpp"
-#include "lapack.hpp"
+#include "detail.hpp"
 
 namespace tessera::kernels {
 
@@ -35,8 +37,8 @@ void core_tsmqr(side s, trans t, int m1, int n1, int m2, int n2, int k, int ib, 
   // left-looking variant with k-deep GEMMs (bench/kernels/tsmqr_gemm.cpp) does 1.5x the flops
   // and was 1.4x slower there, so LAPACK stays.
   detail::check_info(name, "TPMQRT",
-                     detail::tpmqrt(detail::to_char(s), detail::to_char(t), m2, n2, k, 0,
-                                    std::min(ib, k), V, ldv, Tf, ldt, A1, lda1, A2, lda2, work));
+                     blas::tpmqrt(detail::to_char(s), detail::to_char(t), m2, n2, k, 0,
+                                  std::min(ib, k), V, ldv, Tf, ldt, A1, lda1, A2, lda2, work));
 }
 
 template void core_tsmqr<float>(side, trans, int, int, int, int, int, int, float*, int, float*, int,

@@ -1,8 +1,9 @@
 #include <algorithm>
 #include <tessera/kernels_cpu/core_tsqrt.hpp>
 
+#include <tessera/kernels_cpu/blas.hpp>
+
 #include "check.hpp"
-#include "lapack.hpp"
 #include "panel2.hpp"
 #include "tsrfb.hpp"
 
@@ -31,10 +32,10 @@ void tpqrt3(int m, int n, T* A, int lda, T* B, int ldb, T* Tf, int ldt) {
   tpqrt3(m, n1, A, lda, B, ldb, Tf, ldt);
   detail::tsrfb_left_trans(m, n2, n1, B, ldb, Tf, ldt, at(A, lda, 0, n1), lda, B2, ldb, T12, ldt);
   tpqrt3(m, n2, at(A, lda, n1, n1), lda, B2, ldb, at(Tf, ldt, n1, n1), ldt);
-  detail::gemm(CblasTrans, CblasNoTrans, n1, n2, m, T(1), B, ldb, B2, ldb, T(0), T12, ldt);
-  detail::trmm(CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, n1, n2, Tf, ldt, T12, ldt);
-  detail::trmm(CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit, n1, n2, at(Tf, ldt, n1, n1), ldt,
-               T12, ldt);
+  blas::gemm(CblasTrans, CblasNoTrans, n1, n2, m, T(1), B, ldb, B2, ldb, T(0), T12, ldt);
+  blas::trmm(CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, n1, n2, T(1), Tf, ldt, T12, ldt);
+  blas::trmm(CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit, n1, n2, T(1), at(Tf, ldt, n1, n1),
+             ldt, T12, ldt);
   for (int j = 0; j < n2; ++j)
     for (int i = 0; i < n1; ++i) *at(T12, ldt, i, j) = -*at(T12, ldt, i, j);
 }

@@ -7,14 +7,11 @@
 #include <algorithm>
 #include <cstddef>
 
-#include "blas.hpp"
+#include <tessera/kernels_cpu/blas.hpp>
+
+#include "detail.hpp"
 
 namespace tessera::kernels::detail {
-
-template <class T>
-inline T* at(T* p, int ld, int i, int j) {
-  return p + i + static_cast<std::ptrdiff_t>(j) * ld;
-}
 
 // W: jb x n, ldw = jb (caller workspace).
 template <class T>
@@ -23,17 +20,20 @@ void larfb_left(bool transpose, int m, int n, int jb, const T* V, int ldv, const
   if (m == 0 || n == 0 || jb == 0) return;
   const int m2 = m - jb;  // rows below the unit triangle V1
   for (int j = 0; j < n; ++j) std::copy_n(at(C, ldc, 0, j), jb, at(W, jb, 0, j));
-  trmm(CblasLeft, CblasLower, CblasTrans, CblasUnit, jb, n, V, ldv, W, jb);  // W = V1^T C1
-  if (m2 > 0)                                                                // W += V2^T C2
-    gemm(CblasTrans, CblasNoTrans, jb, n, m2, T(1), at(V, ldv, jb, 0), ldv, at(C, ldc, jb, 0), ldc,
-         T(1), W, jb);
-  trmm(CblasLeft, CblasUpper, transpose ? CblasTrans : CblasNoTrans, CblasNonUnit, jb, n, Tb, ldt,
-       W, jb);  // W = op(T) W
-  if (m2 > 0)   // C2 -= V2 W
-    gemm(CblasNoTrans, CblasNoTrans, m2, n, jb, T(-1), at(V, ldv, jb, 0), ldv, W, jb, T(1),
-         at(C, ldc, jb, 0), ldc);
-  trmm(CblasLeft, CblasLower, CblasNoTrans, CblasUnit, jb, n, V, ldv, W, jb);  // W = V1 W
-  for (int j = 0; j < n; ++j) {                                                // C1 -= W
+  // W = V1^T C1
+  blas::trmm(CblasLeft, CblasLower, CblasTrans, CblasUnit, jb, n, T(1), V, ldv, W, jb);
+  if (m2 > 0)  // W += V2^T C2
+    blas::gemm(CblasTrans, CblasNoTrans, jb, n, m2, T(1), at(V, ldv, jb, 0), ldv, at(C, ldc, jb, 0),
+               ldc, T(1), W, jb);
+  // W = op(T) W
+  blas::trmm(CblasLeft, CblasUpper, transpose ? CblasTrans : CblasNoTrans, CblasNonUnit, jb, n, T(1),
+             Tb, ldt, W, jb);
+  if (m2 > 0)  // C2 -= V2 W
+    blas::gemm(CblasNoTrans, CblasNoTrans, m2, n, jb, T(-1), at(V, ldv, jb, 0), ldv, W, jb, T(1),
+               at(C, ldc, jb, 0), ldc);
+  // W = V1 W
+  blas::trmm(CblasLeft, CblasLower, CblasNoTrans, CblasUnit, jb, n, T(1), V, ldv, W, jb);
+  for (int j = 0; j < n; ++j) {  // C1 -= W
     T* c = at(C, ldc, 0, j);
     const T* w = at(W, jb, 0, j);
     for (int i = 0; i < jb; ++i) c[i] -= w[i];

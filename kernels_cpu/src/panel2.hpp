@@ -10,9 +10,9 @@
 // column, with level-1 BLAS for the inner products and updates.
 #include <cstddef>
 
-#include "blas.hpp"
-#include "lapack.hpp"
-#include "larfb.hpp"
+#include <tessera/kernels_cpu/blas.hpp>
+
+#include "detail.hpp"
 
 namespace tessera::kernels::detail {
 
@@ -35,15 +35,15 @@ void tpqrt2_loops(int m, int n, T* A, int lda, T* B, int ldb, T* Tf, int ldt) {
   for (int i = 0; i < n; ++i) {
     T* bi = at(B, ldb, 0, i);
     T tau = T(0);
-    larfg(m + 1, at(A, lda, i, i), bi, 1, &tau);
+    blas::larfg(m + 1, at(A, lda, i, i), bi, 1, &tau);
     *at(Tf, ldt, i, i) = tau;
     // H_i = I - tau [e_i; b_i][e_i; b_i]^T on the columns right of i.
     for (int j = i + 1; j < n; ++j) {
       T* aij = at(A, lda, i, j);
       T* bj = at(B, ldb, 0, j);
-      const T w = tau * (*aij + dot(m, bi, bj));
+      const T w = tau * (*aij + blas::dot(m, bi, 1, bj, 1));
       *aij -= w;
-      axpy(m, -w, bi, bj);
+      blas::axpy(m, -w, bi, 1, bj, 1);
     }
   }
   // T(0:i, i) = -tau_i T(0:i, 0:i) V(:, 0:i)^T v_i, where v_j^T v_i = b_j^T b_i (the identity
@@ -51,7 +51,8 @@ void tpqrt2_loops(int m, int n, T* A, int lda, T* B, int ldb, T* Tf, int ldt) {
   for (int i = 1; i < n; ++i) {
     const T* bi = at(B, ldb, 0, i);
     const T tau = *at(Tf, ldt, i, i);
-    for (int j = 0; j < i; ++j) *at(Tf, ldt, j, i) = -tau * dot(m, at(B, ldb, 0, j), bi);
+    for (int j = 0; j < i; ++j)
+      *at(Tf, ldt, j, i) = -tau * blas::dot(m, at(B, ldb, 0, j), 1, bi, 1);
     upper_times_column(i, Tf, ldt);
   }
 }
@@ -62,14 +63,14 @@ void geqrt2_loops(int m, int n, T* A, int lda, T* Tf, int ldt) {
   for (int i = 0; i < n; ++i) {
     T* aii = at(A, lda, i, i);
     T tau = T(0);
-    larfg(m - i, aii, at(A, lda, i + 1 < m ? i + 1 : i, i), 1, &tau);
+    blas::larfg(m - i, aii, at(A, lda, i + 1 < m ? i + 1 : i, i), 1, &tau);
     *at(Tf, ldt, i, i) = tau;
     const T diag = *aii;
     *aii = T(1);  // v_i = A(i:m, i) with its unit head, for the products below
     for (int j = i + 1; j < n; ++j) {
       T* aj = at(A, lda, i, j);
-      const T w = tau * dot(m - i, aii, aj);
-      axpy(m - i, -w, aii, aj);
+      const T w = tau * blas::dot(m - i, aii, 1, aj, 1);
+      blas::axpy(m - i, -w, aii, 1, aj, 1);
     }
     *aii = diag;
   }
@@ -79,7 +80,8 @@ void geqrt2_loops(int m, int n, T* A, int lda, T* Tf, int ldt) {
     const T diag = *aii;
     *aii = T(1);
     const T tau = *at(Tf, ldt, i, i);
-    for (int j = 0; j < i; ++j) *at(Tf, ldt, j, i) = -tau * dot(m - i, at(A, lda, i, j), aii);
+    for (int j = 0; j < i; ++j)
+      *at(Tf, ldt, j, i) = -tau * blas::dot(m - i, at(A, lda, i, j), 1, aii, 1);
     *aii = diag;
     upper_times_column(i, Tf, ldt);
   }

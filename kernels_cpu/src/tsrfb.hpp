@@ -4,8 +4,9 @@
 // l = 0, written out so the recursive TS panel can put W where its T12 block goes.
 #include <algorithm>
 
-#include "blas.hpp"
-#include "larfb.hpp"
+#include <tessera/kernels_cpu/blas.hpp>
+
+#include "detail.hpp"
 
 namespace tessera::kernels::detail {
 
@@ -16,15 +17,16 @@ void tsrfb_left_trans(int m, int n, int k, const T* V, int ldv, const T* Tb, int
   if (n == 0 || k == 0) return;
   for (int j = 0; j < n; ++j) std::copy_n(at(A, lda, 0, j), k, at(W, ldw, 0, j));
   if (m > 0)  // W = A + V^T B
-    gemm(CblasTrans, CblasNoTrans, k, n, m, T(1), V, ldv, B, ldb, T(1), W, ldw);
-  trmm(CblasLeft, CblasUpper, CblasTrans, CblasNonUnit, k, n, Tb, ldt, W, ldw);  // W = T^T W
-  for (int j = 0; j < n; ++j) {                                                  // A -= W
+    blas::gemm(CblasTrans, CblasNoTrans, k, n, m, T(1), V, ldv, B, ldb, T(1), W, ldw);
+  // W = T^T W
+  blas::trmm(CblasLeft, CblasUpper, CblasTrans, CblasNonUnit, k, n, T(1), Tb, ldt, W, ldw);
+  for (int j = 0; j < n; ++j) {  // A -= W
     T* a = at(A, lda, 0, j);
     const T* w = at(W, ldw, 0, j);
     for (int i = 0; i < k; ++i) a[i] -= w[i];
   }
   if (m > 0)  // B -= V W
-    gemm(CblasNoTrans, CblasNoTrans, m, n, k, T(-1), V, ldv, W, ldw, T(1), B, ldb);
+    blas::gemm(CblasNoTrans, CblasNoTrans, m, n, k, T(-1), V, ldv, W, ldw, T(1), B, ldb);
 }
 
 }  // namespace tessera::kernels::detail

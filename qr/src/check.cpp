@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "blas.hpp"
 #include "detail.hpp"
+#include "tessera/kernels_cpu/blas.hpp"
 #include "tessera/qr/ungqr.hpp"
 
 namespace tessera::qr {
@@ -18,18 +18,18 @@ qr_residuals residuals(int m, int n, const T* q, const T* r, const T* a, int lda
   std::vector<T> w(mm * n);
   for (int c = 0; c < n; ++c)
     std::copy_n(a + std::size_t(c) * lda, m, w.begin() + std::ptrdiff_t(std::size_t(c) * mm));
-  blas::gemm_sub(m, n, k, q, m, r, k, w.data(), m);
+  blas::gemm(CblasNoTrans, CblasNoTrans, m, n, k, T(-1), q, m, r, k, T(1), w.data(), m);
 
-  const double eps = blas::lamch_eps(T());
+  const double eps = blas::lamch<T>('E');
   const double scale = double(std::max(m, n)) * eps;
-  const double anorm = blas::norm1(m, n, a, lda);
+  const double anorm = blas::lange('1', m, n, a, lda);
   qr_residuals res;
-  res.qr = blas::norm1(m, n, w.data(), m) / ((anorm > 0 ? anorm : 1.0) * scale);
+  res.qr = blas::lange('1', m, n, w.data(), m) / ((anorm > 0 ? anorm : 1.0) * scale);
 
   std::vector<T> e(std::size_t(k) * k, T(0));
   for (int i = 0; i < k; ++i) e[i + std::size_t(i) * k] = T(1);
-  blas::syrk_sub(k, m, q, m, e.data(), k);
-  res.orth = blas::norm1_sym_upper(k, e.data(), k) / scale;
+  blas::syrk(CblasUpper, CblasTrans, k, m, T(-1), q, m, T(1), e.data(), k);
+  res.orth = blas::lansy('1', 'U', k, e.data(), k) / scale;
   return res;
 }
 }  // namespace
@@ -69,7 +69,7 @@ qr_residuals check_geqrt(int m, int n, int nb, const T* qr, int ldqr, const T* t
   // The thin Q: Q [I; 0]. R: the upper triangle of the factored matrix.
   std::vector<T> q(mm * n, T(0));
   for (int i = 0; i < n; ++i) q[i + std::size_t(i) * mm] = T(1);
-  if (blas::gemqrt_left(m, n, n, std::min(nb, n), qr, ldqr, t, ldt, q.data(), m, work.data()) != 0)
+  if (blas::gemqrt('L', 'N', m, n, n, std::min(nb, n), qr, ldqr, t, ldt, q.data(), m, work.data()) != 0)
     detail::invalid(func, "LAPACK GEMQRT rejected the factors");
   std::vector<T> r(std::size_t(n) * n, T(0));
   for (int c = 0; c < n; ++c)

@@ -4,8 +4,8 @@
 #include <string>
 
 #include "apply_q.hpp"
-#include "blas.hpp"
 #include "detail.hpp"
+#include "tessera/kernels_cpu/blas.hpp"
 #include "tessera/qr/blas_threads.hpp"
 #include "tessera/qr/layout.hpp"
 
@@ -38,7 +38,7 @@ void gels_solve_async(runtime& rt, const qr_factors<T>& f, tile_matrix<T>& b, co
                 throw std::runtime_error("tessera::qr::gels: R(" + std::to_string(k * nb + d) + ", " +
                                          std::to_string(k * nb + d) +
                                          ") = 0: A is rank deficient, no unique least squares solution");
-            blas::trsm_lunn(nk, nc, rkk, ldk, bkc, ldk);
+            blas::trsm(CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, nk, nc, T(1), rkk, ldk, bkc, ldk);
           })
           .read(ha(k, k))
           .read_write(hb(k, c))
@@ -51,7 +51,9 @@ void gels_solve_async(runtime& rt, const qr_factors<T>& f, tile_matrix<T>& b, co
         const int mi = A.tile_rows(i);   // == nb: full tile rows above the last
         const T* rik = A.tile(i, k);
         T* bic = b.tile(i, c);
-        rt.task([=] { blas::gemm_sub(mi, nc, nk, rik, mi, bkc, ldk, bic, mi); })
+        rt.task([=] {
+              blas::gemm(CblasNoTrans, CblasNoTrans, mi, nc, nk, T(-1), rik, mi, bkc, ldk, T(1), bic, mi);
+            })
             .read(ha(i, k))
             .read(hb(k, c))
             .read_write(hb(i, c))
