@@ -17,9 +17,8 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #include <x86intrin.h>
-#else
-#include <chrono>
 #endif
+#include <chrono>
 
 namespace tessera::detail {
 
@@ -41,6 +40,15 @@ inline std::uint64_t ticks() noexcept {
 #endif
 }
 double ticks_per_ns();  // measured once per process
+
+// Wall-clock nanoseconds for traces.
+inline std::uint64_t now_ns() {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now().time_since_epoch())
+                                        .count());
+}
+
+inline std::size_t align_up(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
 
 // Short critical sections only (a push or a pop): cheaper than std::mutex when uncontended.
 class spinlock {

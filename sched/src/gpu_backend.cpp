@@ -29,12 +29,6 @@ void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw std::runtime_error(std::string("tessera GPU backend: ") + what + ": " + cudaGetErrorString(e));
 }
 
-std::uint64_t now_ns() {
-  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                        std::chrono::steady_clock::now().time_since_epoch())
-                                        .count());
-}
-
 class cuda_backend final : public gpu_backend {
   static constexpr unsigned none = std::numeric_limits<unsigned>::max();  // no stream; no depth limit
 

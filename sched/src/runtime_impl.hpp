@@ -1,5 +1,6 @@
 #pragma once
-// The runtime core's state, shared by runtime.cpp and the GPU backend. Not installed.
+// The runtime core's state, shared by the core's files (runtime.cpp, hazards.cpp, workers.cpp, ...)
+// and the GPU backend. Not installed.
 #include <spdlog/spdlog.h>
 
 #include <oneapi/tbb/task_arena.h>
@@ -7,10 +8,13 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <memory>
 #include <mutex>
 #include <queue>
+#include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "detail.hpp"
@@ -18,6 +22,12 @@
 #include "tessera/sched/runtime.hpp"
 
 namespace tessera::detail {
+
+// Per-worker scratch is handed out in pieces of this alignment.
+constexpr std::size_t scratch_align = 64;
+
+// Granularity control: a runner times one body in sample_every (see granularity.cpp).
+constexpr unsigned sample_every = 16;
 
 // Ready tasks: a FIFO for the common priority 0, a heap for the others, so that the usual case
 // costs a deque push/pop and priorities still order what they must.
@@ -259,5 +269,27 @@ struct runtime_impl {
   trace_data merged;
   bool merged_valid = false;
 };
+
+template <class Done>
+void runtime_impl::help_until(Done done) {
+  while (!done()) {
+    if (help_once()) continue;
+    // Nothing ready here: wait for a completion, which may make something ready.
+    const std::size_t seen = completed.load(std::memory_order_acquire);
+    if (done()) break;
+    if (max_runners == 0 && !gpu && ready.empty() && submitted_ready.empty()) {
+      // Only this thread runs tasks: nothing ready means nothing can ever become ready.
+      throw std::logic_error("tessera::runtime: tasks in flight but none can run (a task left unsubmitted?)");
+    }
+    for (int spin = 0; spin < 64 && completed.load(std::memory_order_acquire) == seen && ready.empty() &&
+                       submitted_ready.empty();
+         ++spin)
+      cpu_relax();
+    if (completed.load(std::memory_order_acquire) == seen && ready.empty() && submitted_ready.empty()) {
+      // Bounded sleep: a ready task pushed to a mailbox does not change the counts.
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+}
 
 }  // namespace tessera::detail
