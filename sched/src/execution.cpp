@@ -109,6 +109,7 @@ void runtime_impl::complete_at_submission(task_node* t) {
   t->done.store(true, std::memory_order_release);
   --t->seq->submitted;
   --submitted;
+  completed_at_submission.store(completed_at_submission.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   pool_local.push_back(t);
 }
 

@@ -63,6 +63,7 @@ void runtime_impl::submit(task_node* t) {
   }
   ++t->seq->submitted;
   ++submitted;
+  submitted_total.store(submitted_total.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   if (inline_below_ticks && !run_inline && t->id >= next_look) look_at_samples();
   if (log_debug) log->debug("task {} '{}' submitted", t->id, t->label);
   // No predecessor outstanding (the common case for wide DAGs): nobody else can touch the count,

@@ -211,6 +211,11 @@ void runtime::wait(const sequence& s) {
   _impl->wait(*s._state);
 }
 
+std::uint64_t runtime::tasks_submitted() const noexcept {
+  return _impl->submitted_total.load(std::memory_order_acquire);
+}
+std::uint64_t runtime::tasks_completed() const noexcept { return _impl->tasks_completed(); }
+
 unsigned runtime::workers() const noexcept { return _impl->workers; }
 std::size_t runtime::window() const noexcept { return _impl->window; }
 void runtime::enable_trace(bool on) { _impl->enable_trace(on); }

@@ -248,6 +248,13 @@ struct runtime_impl {
   // `completed` for every task; on one line they would bounce between the cores each time.
   alignas(64) std::uint64_t next_id = 0;
   task_node* open_builder = nullptr;
+  // Progress (runtime::tasks_submitted/tasks_completed), readable from any thread: the inserting
+  // thread alone writes these, so a plain load and store each, on this line it writes anyway.
+  std::atomic<std::uint64_t> submitted_total{0};
+  std::atomic<std::uint64_t> completed_at_submission{0};  // see complete_at_submission
+  std::uint64_t tasks_completed() const noexcept {
+    return completed.load(std::memory_order_acquire) + completed_at_submission.load(std::memory_order_acquire);
+  }
 
   std::deque<handle_state> handles;
   std::shared_ptr<sequence_state> default_sequence = std::make_shared<sequence_state>();

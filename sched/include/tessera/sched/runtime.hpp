@@ -193,6 +193,15 @@ class runtime {
   // Waits for the tasks of s; rethrows its error and clears it.
   void wait(const sequence& s);
 
+  // Progress, cumulative since construction, for callers that report it (no counters in task
+  // bodies needed). tasks_submitted: tasks submitted. tasks_completed: tasks finished, whether
+  // their body ran, threw, or was skipped because their sequence was cancelled. Cheap (a load or
+  // two, no lock, nothing added to a task's run) and safe from any thread, task bodies included.
+  // Both only grow; after wait_all() they are equal. Read completed before submitted and
+  // completed <= submitted.
+  std::uint64_t tasks_submitted() const noexcept;
+  std::uint64_t tasks_completed() const noexcept;
+
   unsigned workers() const noexcept;
   std::size_t window() const noexcept;
 
