@@ -19,6 +19,7 @@
 
 #include "tessera/sched.hpp"
 #include "tessera/sched/cuda.hpp"
+#include "tessera/sched/detail/testing.hpp"
 #include "test_util.hpp"
 
 namespace {
@@ -29,6 +30,19 @@ void gpu_scale(tessera::task_context& ctx, tessera::handle h, int n, double alph
   double* d = tessera::device_ptr<double>(ctx, h);
   if (cublasDscal(tessera::blas_of(ctx), n, &alpha, d, 1) != CUBLAS_STATUS_SUCCESS)
     throw std::runtime_error("cublasDscal failed");
+}
+
+void cuda_ok(cudaError_t e) {
+  if (e != cudaSuccess) throw std::runtime_error(cudaGetErrorString(e));
+}
+
+// Bytes the device's default memory pool has handed out and not taken back.
+std::uint64_t pool_in_use() {
+  cudaMemPool_t pool;
+  std::uint64_t used = 0;
+  cuda_ok(cudaDeviceGetDefaultMemPool(&pool, 0));
+  cuda_ok(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used));
+  return used;
 }
 }  // namespace
 
@@ -412,4 +426,231 @@ TEST_CASE("urgent stream on reserved SMs (gpu_urgent_sms)") {
     CHECK_THROWS_WITH_AS(tessera::runtime({.workers = 2, .gpu_streams = 2, .gpu_urgent_priority = 100, .gpu_urgent_sms = 100000}),
                          doctest::Contains("SM partition"), std::runtime_error);
   }
+}
+
+TEST_CASE("GPU task scratch: per-stream device workspace, grown to the largest request") {
+  constexpr int n = 4096;
+  tessera::runtime rt({.workers = 2, .gpu_streams = 2});
+  std::vector<double> x(n);
+  for (int i = 0; i < n; ++i) x[i] = i;
+  auto hx = rt.register_data(x.data(), n * sizeof(double));
+  std::vector<void*> seen;  // the GPU thread runs the bodies one at a time
+  for (int k = 1; k <= 6; ++k) {
+    const int m = n / 8 * k;  // growing requests
+    rt.task([hx, m, &seen](tessera::task_context& ctx) {
+        double* d = tessera::device_ptr<double>(ctx, hx);
+        auto* tmp = static_cast<double*>(ctx.scratch(0));
+        seen.push_back(ctx.scratch(0));
+        seen.push_back(ctx.scratch(1));
+        cudaPointerAttributes attr{};
+        cuda_ok(cudaPointerGetAttributes(&attr, tmp));
+        if (attr.type != cudaMemoryTypeDevice) throw std::runtime_error("scratch is not device memory");
+        // x := 2 x through the scratch: copy out, scale there, copy back.
+        cuda_ok(cudaMemcpyAsync(tmp, d, m * sizeof(double), cudaMemcpyDeviceToDevice, tessera::stream_of(ctx)));
+        const double two = 2.0;
+        if (cublasDscal(tessera::blas_of(ctx), m, &two, tmp, 1) != CUBLAS_STATUS_SUCCESS)
+          throw std::runtime_error("cublasDscal failed");
+        cuda_ok(cudaMemcpyAsync(d, tmp, m * sizeof(double), cudaMemcpyDeviceToDevice, tessera::stream_of(ctx)));
+      })
+        .on(tessera::device::gpu)
+        .scratch(m * sizeof(double) + 8)  // not a multiple of 256: the next piece is aligned past it
+        .scratch(100)
+        .read_write(hx)
+        .label("scaled through scratch")
+        .submit();
+  }
+  rt.task([] {}).read(hx).submit();
+  rt.wait_all();
+  for (int i = 0; i < n; ++i) {
+    int times = 0;
+    for (int k = 1; k <= 6; ++k) times += i < n / 8 * k;
+    REQUIRE(x[i] == doctest::Approx(i * double(1 << times)));
+  }
+  REQUIRE(seen.size() == 12);
+  for (std::size_t k = 0; k < seen.size(); k += 2) {
+    CHECK(reinterpret_cast<std::uintptr_t>(seen[k]) % 256 == 0);
+    CHECK(reinterpret_cast<std::uintptr_t>(seen[k + 1]) % 256 == 0);
+    CHECK(static_cast<char*>(seen[k + 1]) - static_cast<char*>(seen[k]) >= static_cast<std::ptrdiff_t>(n / 8 * (k / 2 + 1) * sizeof(double) + 8));
+  }
+}
+
+TEST_CASE("device_buffer and pinned_buffer: RAII memory through the runtime, clear errors when it cannot be had") {
+  const std::uint64_t before = pool_in_use();
+  tessera::device_buffer outlives;  // kept past its runtime
+  {
+    tessera::runtime rt({.workers = 2, .gpu_streams = 2});
+    constexpr int n = 1 << 16;
+    tessera::device_buffer d = rt.allocate_device(n * sizeof(double));
+    tessera::pinned_buffer p = rt.allocate_pinned(n * sizeof(double));
+    REQUIRE(d);
+    REQUIRE(p);
+    CHECK(d.bytes() == n * sizeof(double));
+    for (int i = 0; i < n; ++i) p.get<double>()[i] = i;
+    // Moves leave the source empty; the memory stays.
+    tessera::device_buffer d2 = std::move(d);
+    CHECK_FALSE(d);
+    CHECK(d2.get<double>() != nullptr);
+    auto h = rt.register_device_data(d2.data(), n * sizeof(double), 1, n * sizeof(double));
+    rt.task([&p, h](tessera::task_context& ctx) {
+        cuda_ok(cudaMemcpyAsync(tessera::device_ptr<double>(ctx, h), p.get<double>(), n * sizeof(double),
+                                cudaMemcpyHostToDevice, tessera::stream_of(ctx)));
+      })
+        .on(tessera::device::gpu)
+        .write(h)
+        .submit();
+    rt.task([h](tessera::task_context& ctx) { gpu_scale(ctx, h, n, 3.0); }).on(tessera::device::gpu).read_write(h).submit();
+    rt.task([&p, h](tessera::task_context& ctx) {
+        cuda_ok(cudaMemcpyAsync(p.get<double>(), tessera::device_ptr<double>(ctx, h), n * sizeof(double),
+                                cudaMemcpyDeviceToHost, tessera::stream_of(ctx)));
+      })
+        .on(tessera::device::gpu)
+        .read(h)
+        .submit();
+    rt.wait_all();
+    for (int i = 0; i < n; ++i) REQUIRE(p.get<double>()[i] == 3.0 * i);
+    CHECK(rt.transfers().h2d_copies == 0);  // device-only data is never copied by the runtime
+    CHECK(rt.transfers().d2h_copies == 0);
+    // Freed while the runtime lives (stream-ordered), and one kept past it (freed at once then).
+    d2.reset();
+    p = tessera::pinned_buffer{};
+    outlives = rt.allocate_device(1 << 20);
+
+    const std::size_t huge = std::size_t(1) << 52;
+    const std::string want_device = std::to_string(huge) + " bytes of device memory";
+    const std::string want_pinned = std::to_string(huge) + " bytes of pinned host memory";
+    CHECK_THROWS_WITH_AS(rt.allocate_device(huge), doctest::Contains(want_device.c_str()), std::runtime_error);
+    CHECK_THROWS_WITH_AS(rt.allocate_device(huge), doctest::Contains("bytes free of"), std::runtime_error);
+    CHECK_THROWS_WITH_AS(rt.allocate_pinned(huge), doctest::Contains(want_pinned.c_str()), std::runtime_error);
+    tessera::detail::testing::fail_allocations(1);
+    CHECK_THROWS_WITH_AS(rt.allocate_device(64), doctest::Contains("64 bytes of device memory"), std::runtime_error);
+    CHECK(rt.allocate_device(64).bytes() == 64);  // the next one works
+  }
+  CHECK(outlives.bytes() == (1 << 20));
+  outlives.reset();  // freed without the runtime, which has waited for its work
+  cuda_ok(cudaDeviceSynchronize());
+  CHECK(pool_in_use() == before);
+}
+
+TEST_CASE("device-only data: GPU tasks use it in place, CPU tasks are refused") {
+  constexpr int n = 1000;
+  tessera::runtime rt({.workers = 2, .gpu_streams = 2});
+  double* dmat = nullptr;
+  cuda_ok(cudaMalloc(&dmat, 2 * n * sizeof(double)));  // a user's matrix: two columns, ld 2n/2
+  std::vector<double> init(2 * n);
+  for (int i = 0; i < 2 * n; ++i) init[i] = i;
+  cuda_ok(cudaMemcpy(dmat, init.data(), init.size() * sizeof(double), cudaMemcpyHostToDevice));
+  auto col0 = rt.register_device_data(dmat, n * sizeof(double), 1, n * sizeof(double));
+  auto col1 = rt.register_device_data(dmat + n, n * sizeof(double), 1, n * sizeof(double));
+  CHECK(col0.data() == nullptr);
+  for (int k = 0; k < 3; ++k) {
+    rt.task([col0](tessera::task_context& ctx) { gpu_scale(ctx, col0, n, 2.0); }).on(tessera::device::gpu).read_write(col0).submit();
+    rt.task([col0, col1](tessera::task_context& ctx) {
+        if (tessera::device_ptr<double>(ctx, col1) != tessera::device_ptr<double>(ctx, col0) + n)
+          throw std::runtime_error("device-only data was moved");
+        const double one = 1.0;
+        cublasDaxpy(tessera::blas_of(ctx), n, &one, tessera::device_ptr<double>(ctx, col0), 1,
+                    tessera::device_ptr<double>(ctx, col1), 1);
+      })
+        .on(tessera::device::gpu)
+        .read(col0)
+        .read_write(col1)
+        .submit();
+  }
+  // A CPU task may not touch it: refused at add, and the builder stays usable.
+  bool cpu_ran = false;
+  {
+    auto b = rt.task([&] { cpu_ran = true; });
+    CHECK_THROWS_WITH_AS(b.read(col0), doctest::Contains("only in device memory"), std::invalid_argument);
+    b.submit();
+  }
+  {
+    auto b = rt.task([] {});
+    b.on(tessera::device::gpu).read(col1);
+    CHECK_THROWS_AS(b.on(tessera::device::cpu), std::invalid_argument);
+    b.submit();
+  }
+  rt.wait_all();
+  CHECK(cpu_ran);
+  rt.release_device(col0);  // a no-op for device-only data
+  std::vector<double> back(2 * n);
+  cuda_ok(cudaMemcpy(back.data(), dmat, back.size() * sizeof(double), cudaMemcpyDeviceToHost));
+  for (int i = 0; i < n; ++i) {
+    REQUIRE(back[i] == 8.0 * i);
+    REQUIRE(back[n + i] == (n + i) + 2.0 * i + 4.0 * i + 8.0 * i);
+  }
+  const auto st = rt.transfers();
+  CHECK(st.h2d_copies == 0);
+  CHECK(st.d2h_copies == 0);
+  cudaFree(dmat);
+}
+
+TEST_CASE("injected failures: a failed scratch allocation or launch cancels the sequence, names the task, leaks nothing") {
+  const std::uint64_t before = pool_in_use();
+  {
+    tessera::runtime rt({.workers = 2, .gpu_streams = 2});
+    constexpr int n = 512;
+    std::vector<double> x(n, 1.0);
+    auto hx = rt.register_data(x.data(), n * sizeof(double));
+    // x's device copy first, so that the injected failure hits the scratch.
+    rt.task([hx](tessera::task_context& ctx) { gpu_scale(ctx, hx, n, 1.0); }).on(tessera::device::gpu).read_write(hx).submit();
+    rt.wait_all();
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      auto seq = rt.make_sequence();
+      std::atomic<int> ran{0};
+      if (attempt == 0) tessera::detail::testing::fail_allocations(1);
+      else tessera::detail::testing::fail_gpu_launches(1);
+      rt.task([&ran](tessera::task_context& ctx) {
+          (void)ctx.scratch(0);
+          ++ran;
+        })
+          .on(tessera::device::gpu)
+          .scratch(12345)
+          .read_write(hx)
+          .label("needs scratch")
+          .in(seq)
+          .submit();
+      for (int i = 0; i < 10; ++i)
+        rt.task([&ran, hx](tessera::task_context& ctx) { gpu_scale(ctx, hx, n, 2.0); ++ran; })
+            .on(tessera::device::gpu)
+            .read_write(hx)
+            .in(seq)
+            .submit();
+      const char* want = attempt == 0 ? "12544 bytes of scratch" : "injected launch failure";
+      CHECK_THROWS_WITH_AS(rt.wait(seq), doctest::Contains(want), std::runtime_error);
+      try {
+        rt.wait(seq);
+      } catch (...) {
+        FAIL("the error is reported once");
+      }
+      CHECK(ran.load() == 0);
+      // The next run on the same runtime works.
+      rt.task([hx](tessera::task_context& ctx) { (void)ctx.scratch(0); gpu_scale(ctx, hx, n, 2.0); })
+          .on(tessera::device::gpu)
+          .scratch(12345)
+          .read_write(hx)
+          .submit();
+      rt.task([] {}).read(hx).submit();
+      rt.wait_all();
+      CHECK(x[0] == (attempt == 0 ? 2.0 : 4.0));
+    }
+    // The message names the task (a request larger than any before: an allocation).
+    tessera::detail::testing::fail_allocations(1);
+    rt.task([](tessera::task_context& ctx) { (void)ctx.scratch(0); }).on(tessera::device::gpu).scratch(1 << 20).label("named one").submit();
+    CHECK_THROWS_WITH_AS(rt.wait_all(), doctest::Contains("'named one'"), std::runtime_error);
+    // A CUDA call in a body that fails without the body noticing.
+    rt.task([](tessera::task_context& ctx) {
+        static double a = 0, b = 0;  // a direction CUDA rejects at the call
+        (void)cudaMemcpyAsync(&a, &b, 8, static_cast<cudaMemcpyKind>(7), tessera::stream_of(ctx));
+      })
+        .on(tessera::device::gpu)
+        .label("sloppy body")
+        .submit();
+    CHECK_THROWS_WITH_AS(rt.wait_all(), doctest::Contains("'sloppy body'"), std::runtime_error);
+    rt.task([hx](tessera::task_context& ctx) { gpu_scale(ctx, hx, n, 0.5); }).on(tessera::device::gpu).read_write(hx).submit();
+    rt.task([] {}).read(hx).submit();
+    rt.wait_all();
+    CHECK(x[0] == 2.0);
+  }
+  cuda_ok(cudaDeviceSynchronize());
+  CHECK(pool_in_use() == before);  // scratch, device copies: all back in the pool
 }

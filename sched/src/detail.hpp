@@ -159,6 +159,7 @@ struct hazard_state {
   [[no_unique_address]] ref_list readers;     // readers since the last write
   bool accumulating = false;
   bool gpu_touched = false;                   // some task inserted so far ran on the GPU with it
+  bool device_only = false;                   // runtime::register_device_data: no host copy, ever
 };
 static_assert(sizeof(hazard_state) == 64);
 
@@ -241,6 +242,11 @@ struct alignas(64) task_node {
     }
   }
 };
+
+// How error messages name a task: its label, if it has one, and its id.
+inline std::string task_name(const task_node& t) {
+  return t.label.empty() ? "task #" + std::to_string(t.id) : "task '" + t.label + "' (#" + std::to_string(t.id) + ")";
+}
 
 // Starts pulling a node's two shared lines (line 0 and the body's first line) into this core's
 // cache with write intent. Nodes and tasks move between cores; a thread about to use several of

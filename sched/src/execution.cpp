@@ -13,9 +13,13 @@ void* runtime_impl::scratch(unsigned worker, task_node* t, std::size_t i) {
   if (i >= t->scratch_bytes.size())
     throw std::out_of_range("tessera::task_context::scratch: index " + std::to_string(i) +
                             " but the task declared " + std::to_string(t->scratch_bytes.size()));
+  // A GPU task's scratch is its stream's device workspace; a CPU task's, its worker's host one.
+  const bool on_gpu = t->where == device::gpu;
+  const std::size_t align = on_gpu ? device_scratch_align : scratch_align;
   std::size_t offset = 0;
-  for (std::size_t k = 0; k < i; ++k) offset += align_up(t->scratch_bytes[k], scratch_align);
-  return worker_states[worker]->scratch.get() + offset;
+  for (std::size_t k = 0; k < i; ++k) offset += align_up(t->scratch_bytes[k], align);
+  std::byte* base = on_gpu ? static_cast<std::byte*>(gpu->scratch(t->stream)) : worker_states[worker]->scratch.get();
+  return base + offset;
 }
 
 void runtime_impl::execute(task_node* t, unsigned worker, run_origin origin) {
@@ -58,7 +62,7 @@ void runtime_impl::execute(task_node* t, unsigned worker, run_origin origin) {
 bool runtime_impl::run_body(task_node* t, unsigned worker) {
   if (t->seq->cancelled.load(std::memory_order_acquire)) return false;
   worker_state& ws = *worker_states[worker];
-  if (t->extras && !t->scratch_bytes.empty()) {
+  if (t->extras && !t->scratch_bytes.empty() && t->where == device::cpu) {  // the backend sizes a GPU task's
     std::size_t need = 0;
     for (std::size_t b : t->scratch_bytes) need += align_up(b, scratch_align);
     if (need > ws.scratch_size) {  // grows once per worker to the largest request

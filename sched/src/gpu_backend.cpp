@@ -29,6 +29,61 @@ void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw std::runtime_error(std::string("tessera GPU backend: ") + what + ": " + cudaGetErrorString(e));
 }
 
+// Allocations go through here, so that tests can make them fail (detail/testing.hpp).
+cudaError_t malloc_async(void** p, std::size_t bytes, cudaStream_t s) {
+  if (take_injected(injected_allocation_failures)) return cudaErrorMemoryAllocation;
+  return cudaMallocAsync(p, bytes ? bytes : 1, s);
+}
+
+// " (out of memory; 123 bytes free of 456 on device 0)": why an allocation failed, and what is left.
+std::string allocation_failure(cudaError_t e, int device) {
+  cudaGetLastError();
+  std::string why = std::string(" (") + cudaGetErrorString(e);
+  std::size_t free = 0, total = 0;
+  if (cudaMemGetInfo(&free, &total) == cudaSuccess)
+    why += "; " + std::to_string(free) + " bytes free of " + std::to_string(total) + " on device " + std::to_string(device);
+  else
+    cudaGetLastError();
+  return why + ")";
+}
+
+// Calls from the user's threads (allocations, frees) work on the runtime's device and leave the
+// caller's current device as it was.
+class device_scope {
+ public:
+  explicit device_scope(int device) {
+    if (cudaGetDevice(&_previous) != cudaSuccess || _previous == device) _previous = -1;
+    else cudaSetDevice(device);
+  }
+  ~device_scope() {
+    if (_previous >= 0) cudaSetDevice(_previous);
+  }
+  device_scope(const device_scope&) = delete;
+  device_scope& operator=(const device_scope&) = delete;
+
+ private:
+  int _previous = -1;
+};
+
+class cuda_backend;
+
+// The allocator buffers keep: frees go through the backend while it lives (ordered after the
+// work on its streams), directly once it has gone (its work all done).
+class cuda_memory final : public gpu_memory {
+ public:
+  cuda_memory(cuda_backend* backend, int device) : _backend(backend), _device(device) {}
+  void free(void* p, bool pinned) noexcept override;
+  void detach() noexcept {
+    std::lock_guard lock(_mutex);
+    _backend = nullptr;
+  }
+
+ private:
+  std::mutex _mutex;
+  cuda_backend* _backend;  // guarded by _mutex
+  int _device;
+};
+
 class cuda_backend final : public gpu_backend {
   static constexpr unsigned none = std::numeric_limits<unsigned>::max();  // no stream; no depth limit
 
@@ -59,6 +114,9 @@ class cuda_backend final : public gpu_backend {
     _in_flight.assign(streams, 0);
     check(cudaStreamCreateWithFlags(&_h2d, cudaStreamNonBlocking), "cudaStreamCreate");
     check(cudaStreamCreateWithFlags(&_d2h, cudaStreamNonBlocking), "cudaStreamCreate");
+    check(cudaStreamCreateWithFlags(&_mem, cudaStreamNonBlocking), "cudaStreamCreate");
+    _scratch.assign(streams, scratch_space{});
+    _memory = std::make_shared<cuda_memory>(this, _device);
     // Keep freed pool memory for reuse instead of returning it at every synchronisation.
     cudaMemPool_t pool;
     if (cudaDeviceGetDefaultMemPool(&pool, _device) == cudaSuccess) {
@@ -76,13 +134,25 @@ class cuda_backend final : public gpu_backend {
     _wake.notify_one();
     _thread.join();
     cudaSetDevice(_device);
+    // Buffers freed from now on are freed directly; those waiting for their event go now.
+    _memory->detach();
+    for (auto& [p, done] : _host_frees) {
+      cudaEventSynchronize(done);
+      cudaEventDestroy(done);
+      cudaFreeHost(p);
+    }
     for (void* p : _pooled) cudaFreeAsync(p, _h2d);
+    for (unsigned i = 0; i < _scratch.size(); ++i)
+      if (_scratch[i].data) cudaFreeAsync(_scratch[i].data, _streams[i]);
+    for (auto s : _streams) cudaStreamSynchronize(s);
+    cudaStreamSynchronize(_mem);
     cudaStreamSynchronize(_h2d);
     for (cudaEvent_t e : _events) cudaEventDestroy(e);
     for (auto b : _blas) cublasDestroy(b);
     for (auto s : _streams) cudaStreamDestroy(s);
     cudaStreamDestroy(_h2d);
     cudaStreamDestroy(_d2h);
+    cudaStreamDestroy(_mem);
     _partition.reset();
   }
 
@@ -116,6 +186,61 @@ class cuda_backend final : public gpu_backend {
   void* stream(unsigned i) const override { return _streams[i]; }
   void* blas(unsigned i) const override { return _blas[i]; }
   unsigned streams() const override { return static_cast<unsigned>(_streams.size()); }
+  void* scratch(unsigned i) const override { return _scratch[i].data; }
+  std::shared_ptr<gpu_memory> memory() const override { return _memory; }
+
+  void* allocate(std::size_t bytes, bool pinned) override {
+    device_scope on(_device);
+    void* p = nullptr;
+    if (pinned) {
+      const cudaError_t e =
+          take_injected(injected_allocation_failures) ? cudaErrorMemoryAllocation : cudaMallocHost(&p, bytes ? bytes : 1);
+      if (e != cudaSuccess) {
+        cudaGetLastError();
+        throw std::runtime_error("tessera::runtime::allocate_pinned: cannot allocate " + std::to_string(bytes) +
+                                 " bytes of pinned host memory (" + cudaGetErrorString(e) + ")");
+      }
+      return p;
+    }
+    // Synchronizing the memory stream (not the device) makes p usable on any stream at once.
+    cudaError_t e = malloc_async(&p, bytes, _mem);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(_mem);
+    if (e != cudaSuccess)
+      throw std::runtime_error("tessera::runtime::allocate_device: cannot allocate " + std::to_string(bytes) +
+                               " bytes of device memory" + allocation_failure(e, _device));
+    return p;
+  }
+
+  // Frees p after all the work enqueued so far on the runtime's streams: a task launched before
+  // may still be using it. Any thread; cuda_memory serializes the calls.
+  void free_later(void* p, bool pinned) noexcept {
+    device_scope on(_device);
+    std::vector<cudaStream_t> all(_streams);
+    all.push_back(_h2d);
+    all.push_back(_d2h);
+    for (cudaStream_t s : all) {
+      cudaEvent_t e;
+      if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) continue;
+      if (cudaEventRecord(e, s) == cudaSuccess) cudaStreamWaitEvent(_mem, e, 0);
+      cudaEventDestroy(e);  // the wait keeps what it needs
+    }
+    if (!pinned) {
+      cudaFreeAsync(p, _mem);
+      return;
+    }
+    cudaEvent_t done;
+    if (cudaEventCreateWithFlags(&done, cudaEventDisableTiming) != cudaSuccess || cudaEventRecord(done, _mem) != cudaSuccess) {
+      cudaGetLastError();
+      cudaStreamSynchronize(_mem);  // cannot tell when: wait for the memory stream only
+      cudaFreeHost(p);
+      return;
+    }
+    {
+      std::lock_guard lock(_mutex);
+      _host_frees.emplace_back(p, done);
+    }
+    _wake.notify_one();
+  }
 
   void start_trace() override {
     std::lock_guard lock(_mutex);
@@ -151,6 +276,7 @@ class cuda_backend final : public gpu_backend {
   struct launched {
     task_node* task;
     cudaEvent_t end;
+    bool ran;  // false: skipped (cancelled sequence), its data untouched
   };
   struct waiting {  // a CPU task waiting for copies to the host, or a GPU task for a stream
     task_node* task;
@@ -179,12 +305,10 @@ class cuda_backend final : public gpu_backend {
     if (c.device) return;
     const std::size_t bytes = h->run_bytes * h->runs;
     void* p = nullptr;
-    const cudaError_t e = cudaMallocAsync(&p, bytes ? bytes : 1, s);
-    if (e != cudaSuccess) {
-      cudaGetLastError();
-      throw std::runtime_error("tessera GPU backend: out of device memory allocating " + std::to_string(bytes) +
-                               " bytes for datum " + std::to_string(h->key) + " (" + cudaGetErrorString(e) + ")");
-    }
+    const cudaError_t e = malloc_async(&p, bytes, s);
+    if (e != cudaSuccess)
+      throw std::runtime_error("out of device memory allocating " + std::to_string(bytes) + " bytes for datum " +
+                               std::to_string(h->key) + allocation_failure(e, _device));
     c.device = p;
     c.device_pitch = h->run_bytes;
     c.pooled = true;
@@ -260,8 +384,8 @@ class cuda_backend final : public gpu_backend {
               q.events.push_back(ready);
               q.after = std::max(q.after, h->copies.h2d_seq);
             }
-    } catch (...) {
-      _rt.record_error(*t->seq, std::current_exception());
+    } catch (const std::exception& e) {
+      _rt.record_error(*t->seq, failed(*t, e.what()));
     }
     if (q.after > _h2d_arrived) {
       _copying.push_back(std::move(q));
@@ -327,14 +451,21 @@ class cuda_backend final : public gpu_backend {
     try {
       end = new_event();
       if (!t->seq->cancelled.load(std::memory_order_acquire)) {
+        if (take_injected(injected_launch_failures))
+          throw std::runtime_error("injected launch failure (tessera::detail::testing::fail_gpu_launches)");
         for (auto& [h, mode] : t->accesses) ensure_device(h, s);  // write-only data: room, no copy
         for (cudaEvent_t ready : q.events) check(cudaStreamWaitEvent(s, ready, 0), "cudaStreamWaitEvent");
+        if (t->extras && !t->scratch_bytes.empty()) ensure_scratch(si, *t);
       }
-    } catch (...) {
-      _rt.record_error(*t->seq, std::current_exception());
+    } catch (const std::exception& e) {
+      _rt.record_error(*t->seq, failed(*t, e.what()));
     }
     if (start) cudaEventRecord(start, s);
+    cudaGetLastError();  // what is left from before is not this body's
     const bool ran = _rt.run_body(t, _rt.workers);  // the body enqueues on s
+    // A CUDA call of the body that failed without the body noticing (a kernel launch, say).
+    if (const cudaError_t e = cudaGetLastError(); ran && e != cudaSuccess)
+      _rt.record_error(*t->seq, failed(*t, std::string("a CUDA call in its body failed: ") + cudaGetErrorString(e)));
     if (end) cudaEventRecord(end, s);
     if (start && end && t->traced) {
       trace_task rec;
@@ -347,7 +478,27 @@ class cuda_backend final : public gpu_backend {
       std::lock_guard lock(_mutex);
       _records.push_back({std::move(rec), static_cast<int>(si), start, end});
     }
-    _launched.push_back({t, end});
+    _launched.push_back({t, end, ran});
+  }
+
+  static std::exception_ptr failed(const task_node& t, const std::string& why) {
+    return std::make_exception_ptr(std::runtime_error("tessera GPU " + task_name(t) + " failed: " + why));
+  }
+
+  // Stream si's scratch, grown to what t asks for. Stream-ordered: the old workspace goes after
+  // the tasks that used it, the new one is there for the tasks after.
+  void ensure_scratch(unsigned si, const task_node& t) {
+    std::size_t need = 0;
+    for (std::size_t b : t.scratch_bytes) need += align_up(b, device_scratch_align);
+    scratch_space& sp = _scratch[si];
+    if (need <= sp.bytes) return;
+    void* p = nullptr;
+    const cudaError_t e = malloc_async(&p, need, _streams[si]);
+    if (e != cudaSuccess)
+      throw std::runtime_error("out of device memory allocating " + std::to_string(need) + " bytes of scratch on stream " +
+                               std::to_string(si) + allocation_failure(e, _device));
+    if (sp.data) cudaFreeAsync(sp.data, _streams[si]);
+    sp = {p, need};
   }
 
   void prepare_cpu(task_node* t) {
@@ -360,19 +511,24 @@ class cuda_backend final : public gpu_backend {
           }
           if (cudaEvent_t e = to_host(h, t->id)) w.events.push_back(e);
         }
-    } catch (...) {
-      _rt.record_error(*t->seq, std::current_exception());
+    } catch (const std::exception& e) {
+      _rt.record_error(*t->seq, std::make_exception_ptr(std::runtime_error(
+                                    "tessera: copying the data of CPU " + task_name(*t) + " home failed: " + e.what())));
     }
     _waiting.push_back(std::move(w));
   }
 
-  void finish_gpu(task_node* t) {
-    for (handle_state* h : t->written) {
-      copy_state& c = h->copies;
-      c.device_valid = true;
-      c.host_valid = false;
-      c.h2d_done = c.d2h_done = nullptr;
-      c.h2d_seq = 0;
+  void finish_gpu(task_node* t, bool ran) {
+    // A skipped task wrote nothing: its data's copies stay as they were (its device copy may not
+    // even exist, or hold what a failed copy left).
+    if (ran) {
+      for (handle_state* h : t->written) {
+        copy_state& c = h->copies;
+        c.device_valid = true;
+        c.host_valid = false;
+        c.h2d_done = c.d2h_done = nullptr;
+        c.h2d_seq = 0;
+      }
     }
     _rt.complete(t, _rt.workers);  // the GPU thread's worker index
   }
@@ -387,15 +543,15 @@ class cuda_backend final : public gpu_backend {
         continue;
       }
       task_node* t = _launched[i].task;
+      const bool ran = _launched[i].ran;
       --_in_flight[t->stream];
       if (e != cudaSuccess) {
         cudaGetLastError();
-        _rt.record_error(*t->seq, std::make_exception_ptr(std::runtime_error(
-                                      std::string("tessera GPU task failed: ") + cudaGetErrorString(e))));
+        _rt.record_error(*t->seq, failed(*t, cudaGetErrorString(e)));
       }
       _launched[i] = _launched.back();
       _launched.pop_back();
-      finish_gpu(t);
+      finish_gpu(t, ran);
       progress = true;
     }
     for (std::size_t i = 0; i < _waiting.size();) {
@@ -408,8 +564,10 @@ class cuda_backend final : public gpu_backend {
         }
         if (q != cudaSuccess) {
           cudaGetLastError();
-          _rt.record_error(*_waiting[i].task->seq, std::make_exception_ptr(std::runtime_error(
-                                                       std::string("tessera copy to host failed: ") + cudaGetErrorString(q))));
+          _rt.record_error(*_waiting[i].task->seq,
+                           std::make_exception_ptr(std::runtime_error("tessera: copying the data of CPU " +
+                                                                      task_name(*_waiting[i].task) +
+                                                                      " home failed: " + cudaGetErrorString(q))));
         }
       }
       if (!ready) {
@@ -425,14 +583,33 @@ class cuda_backend final : public gpu_backend {
     return progress;
   }
 
+  // Pinned buffers whose event has fired; returns whether some still wait.
+  bool free_host() {
+    std::lock_guard lock(_mutex);
+    for (std::size_t i = 0; i < _host_frees.size();) {
+      auto [p, done] = _host_frees[i];
+      const cudaError_t e = cudaEventQuery(done);
+      if (e == cudaErrorNotReady) {
+        ++i;
+        continue;
+      }
+      if (e != cudaSuccess) cudaGetLastError();
+      cudaEventDestroy(done);
+      cudaFreeHost(p);
+      _host_frees[i] = _host_frees.back();
+      _host_frees.pop_back();
+    }
+    return !_host_frees.empty();
+  }
+
   void loop() {
     cudaSetDevice(_device);
     std::vector<task_node*> batch;
     for (;;) {
       {
         std::unique_lock lock(_mutex);
-        if (_launched.empty() && _waiting.empty() && _copying.empty())
-          _wake.wait(lock, [&] { return _stop || !_incoming.empty(); });
+        if (_launched.empty() && _waiting.empty() && _copying.empty() && _host_frees.empty())
+          _wake.wait(lock, [&] { return _stop || !_incoming.empty() || !_host_frees.empty(); });
         if (_stop && _incoming.empty() && _launched.empty() && _waiting.empty() && _copying.empty() &&
             _queue.empty())
           return;
@@ -446,7 +623,8 @@ class cuda_backend final : public gpu_backend {
       dispatch();
       const bool progress = poll();
       if (progress) dispatch();
-      if (!progress && (!_launched.empty() || !_waiting.empty() || !_copying.empty())) {
+      const bool freeing = free_host();
+      if (!progress && (!_launched.empty() || !_waiting.empty() || !_copying.empty() || freeing)) {
         // Work on the device: check again soon, or as soon as new tasks arrive.
         std::unique_lock lock(_mutex);
         _wake.wait_for(lock, std::chrono::microseconds(5), [&] { return _stop || !_incoming.empty(); });
@@ -460,6 +638,14 @@ class cuda_backend final : public gpu_backend {
   std::vector<cudaStream_t> _streams;
   std::vector<cublasHandle_t> _blas;
   cudaStream_t _h2d = nullptr, _d2h = nullptr;
+  cudaStream_t _mem = nullptr;         // allocations and frees of runtime::allocate_device/_pinned
+  struct scratch_space {
+    void* data = nullptr;
+    std::size_t bytes = 0;
+  };
+  std::vector<scratch_space> _scratch;  // per stream: GPU tasks' scratch (GPU thread only)
+  std::shared_ptr<cuda_memory> _memory;
+  std::vector<std::pair<void*, cudaEvent_t>> _host_frees;  // pinned memory to free once its event fires; _mutex
   unsigned _regular = 0;               // streams [0, _regular) are regular; the urgent one follows
   unsigned _depth;
   int _urgent_priority;
@@ -488,6 +674,18 @@ class cuda_backend final : public gpu_backend {
   std::vector<record> _records;
   std::thread _thread;
 };
+
+void cuda_memory::free(void* p, bool pinned) noexcept {
+  std::lock_guard lock(_mutex);
+  if (_backend) {
+    _backend->free_later(p, pinned);
+    return;
+  }
+  // The runtime has gone, having waited for all its work: nothing of it uses p any more.
+  device_scope on(_device);
+  if (pinned) cudaFreeHost(p);
+  else cudaFreeAsync(p, nullptr);
+}
 
 }  // namespace
 

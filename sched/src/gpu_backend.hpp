@@ -3,6 +3,7 @@
 // bodies on a pool of streams (highest priority first, a bounded number in flight per stream),
 // issues host<->device copies on two copy streams as soon as a task is ready, and completes tasks
 // when their CUDA events fire, so CPU workers never block on the device.
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <vector>
@@ -14,6 +15,24 @@ namespace tessera::detail {
 struct runtime_impl;
 struct task_node;
 struct handle_state;
+
+// Frees what runtime::allocate_device / allocate_pinned handed out. Shared by the backend and its
+// buffers, so a buffer that outlives the runtime can still be freed.
+class gpu_memory {
+ public:
+  virtual ~gpu_memory() = default;
+  virtual void free(void* p, bool pinned) noexcept = 0;
+};
+
+// Test hooks (tessera/sched/detail/testing.hpp): failures the backend fakes, counted down.
+extern std::atomic<unsigned> injected_allocation_failures;
+extern std::atomic<unsigned> injected_launch_failures;
+inline bool take_injected(std::atomic<unsigned>& n) noexcept {
+  unsigned left = n.load(std::memory_order_relaxed);
+  while (left > 0 && !n.compare_exchange_weak(left, left - 1, std::memory_order_relaxed)) {
+  }
+  return left > 0;
+}
 
 class gpu_backend {
  public:
@@ -30,6 +49,11 @@ class gpu_backend {
   virtual void* stream(unsigned i) const = 0;
   virtual void* blas(unsigned i) const = 0;
   virtual unsigned streams() const = 0;
+  // Stream i's device workspace for GPU tasks' scratch (task_builder::scratch), sized by launch.
+  virtual void* scratch(unsigned stream) const = 0;
+  // runtime::allocate_device / allocate_pinned: throw std::runtime_error when they cannot.
+  virtual void* allocate(std::size_t bytes, bool pinned) = 0;
+  virtual std::shared_ptr<gpu_memory> memory() const = 0;
   // Trace records of GPU tasks and copies; tracks numbered from first_track.
   virtual void take_trace(std::vector<trace_task>& out, std::vector<std::string>& tracks, int first_track,
                           std::uint64_t origin_ns) = 0;

@@ -1,6 +1,8 @@
 // Hazard inference: each access a task adds is resolved against its handle's last writer, readers
 // since and open accumulate group, linking the task after the predecessors that are still running.
 #include <mutex>
+#include <stdexcept>
+#include <string>
 
 #include "runtime_impl.hpp"
 
@@ -32,6 +34,10 @@ bool last_is(const ref_list& list, const task_node* t) { return !list.empty() &&
 void runtime_impl::add_access(task_node* t, handle_state* h, access mode) {
   if (log_debug) log->debug("task {} accesses datum {:#x} ({})", t->id, h->key, static_cast<int>(mode));
   if (gpu) {
+    if (h->device_only && t->where != device::gpu)  // before anything changes: the builder stays usable
+      throw std::invalid_argument("tessera::task_builder::add: datum " + std::to_string(h->key) +
+                                  " lives only in device memory (register_device_data), so only a GPU task may "
+                                  "access it; call .on(tessera::device::gpu) before adding its accesses");
     t->extras = true;
     t->accesses.emplace_back(h, mode);
   }

@@ -106,7 +106,8 @@ task_builder& task_builder::locality(handle h) {
 
 task_builder& task_builder::label(std::string_view name) {
   check_open(_task, "label");
-  if (_rt->tracing.load(std::memory_order_relaxed) || _rt->log_debug) {
+  // Kept for traces and debug logs, and with a GPU backend for error messages (GPU tasks are long).
+  if (_rt->tracing.load(std::memory_order_relaxed) || _rt->log_debug || _rt->gpu) {
     _task->extras = true;
     _task->label.assign(name);
   }
@@ -132,6 +133,11 @@ task_builder& task_builder::on(device d) {
   if (d == device::gpu && !_rt->gpu)
     throw std::invalid_argument(
         "tessera::task_builder::on: device::gpu but the runtime has no GPU backend (runtime_options::gpu_streams)");
+  if (d != device::gpu && _task->where == device::gpu)
+    for (auto& [h, mode] : _task->accesses)
+      if (h->device_only)
+        throw std::invalid_argument("tessera::task_builder::on: the task accesses datum " + std::to_string(h->key) +
+                                    ", which lives only in device memory (register_device_data): it must stay a GPU task");
   _task->where = d;
   return *this;
 }
@@ -166,6 +172,30 @@ handle runtime::register_data(void* data, std::size_t run_bytes, std::size_t run
   return h;
 }
 
+handle runtime::register_device_data(void* device_ptr, std::size_t run_bytes, std::size_t runs, std::size_t pitch) {
+  if (!_impl->gpu)
+    throw std::logic_error(
+        "tessera::runtime::register_device_data: the runtime has no GPU backend (runtime_options::gpu_streams)");
+  if (!device_ptr) throw std::invalid_argument("tessera::runtime::register_device_data: device_ptr is null");
+  if (pitch < run_bytes)
+    throw std::invalid_argument("tessera::runtime::register_device_data: pitch " + std::to_string(pitch) +
+                                " is smaller than run_bytes " + std::to_string(run_bytes));
+  auto& h = _impl->handles.emplace_back();
+  h.key = reinterpret_cast<std::uintptr_t>(device_ptr);
+  h.bytes = runs ? (runs - 1) * pitch + run_bytes : 0;
+  h.run_bytes = run_bytes;
+  h.runs = runs;
+  h.pitch = pitch;
+  h.device_only = true;
+  h.gpu_touched = true;
+  // Its only copy is the device one, current from the start; nothing ever copies it.
+  h.copies.device = device_ptr;
+  h.copies.device_pitch = pitch;
+  h.copies.device_valid = true;
+  h.copies.host_valid = false;
+  return handle(&h);
+}
+
 bool runtime::gpu_available() noexcept { return detail::gpu_backend::available(); }
 bool runtime::has_gpu() const noexcept { return _impl->gpu != nullptr; }
 
@@ -179,7 +209,7 @@ void runtime::place_on_device(handle h, void* device_data, std::size_t device_pi
 }
 
 void runtime::release_device(handle h) {
-  if (!_impl->gpu || !h) return;
+  if (!_impl->gpu || !h || h._state->device_only) return;  // device-only: the device copy is the datum
   auto& c = h._state->copies;
   if (c.pooled) return;  // pool memory lives as long as the runtime; keep using it
   c.device = nullptr;

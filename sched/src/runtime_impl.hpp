@@ -23,8 +23,10 @@
 
 namespace tessera::detail {
 
-// Per-worker scratch is handed out in pieces of this alignment.
+// Per-worker scratch is handed out in pieces of this alignment; a GPU task's device scratch in
+// pieces of the alignment cudaMalloc gives.
 constexpr std::size_t scratch_align = 64;
+constexpr std::size_t device_scratch_align = 256;
 
 // Granularity control: a runner times one body in sample_every (see granularity.cpp).
 constexpr unsigned sample_every = 16;

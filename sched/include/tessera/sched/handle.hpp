@@ -12,9 +12,9 @@ class handle {
  public:
   handle() = default;
 
-  void* data() const noexcept;           // nullptr for a key handle
+  void* data() const noexcept;           // nullptr for a key handle or device-only data
   std::size_t bytes() const noexcept;    // 0 for a key handle
-  std::uint64_t key() const noexcept;    // the key, or the address for a data handle
+  std::uint64_t key() const noexcept;    // the key, or the (host or device-only) address for data
   explicit operator bool() const noexcept { return _state != nullptr; }
   friend bool operator==(handle a, handle b) noexcept { return a._state == b._state; }
 

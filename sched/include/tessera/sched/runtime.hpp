@@ -23,6 +23,7 @@
 #include "tessera/sched/access.hpp"
 #include "tessera/sched/detail/task_fn.hpp"
 #include "tessera/sched/handle.hpp"
+#include "tessera/sched/memory.hpp"
 #include "tessera/sched/trace.hpp"
 
 namespace tessera {
@@ -89,7 +90,9 @@ class task_context {
  public:
   unsigned worker() const noexcept { return _worker; }   // 0 .. workers-1 (0: the inserting thread)
   std::uint64_t task_id() const noexcept;                 // insertion order
-  void* scratch(std::size_t i = 0) const;                 // the i-th scratch(bytes) of the task
+  // The i-th scratch(bytes) of the task: a CPU task's lies in its worker's host workspace, a GPU
+  // task's in its stream's device workspace (a device pointer, valid on stream() for the body).
+  void* scratch(std::size_t i = 0) const;
   template <class T>
   const T& value(std::size_t i) const {                   // the i-th value(x) of the task
     return *static_cast<const T*>(_value(i));
@@ -129,7 +132,12 @@ class task_builder {
   task_builder& accumulate(handle h) { return add(h, access::accumulate); }
   task_builder& add(handle h, access mode);
 
-  task_builder& scratch(std::size_t bytes);          // per-worker workspace, see task_context::scratch
+  // Workspace for the body, see task_context::scratch. CPU task: per-worker host memory. GPU task
+  // (call on(device::gpu) first or after, either way): per-stream device memory from the
+  // stream-ordered pool, grown to the largest request and kept across tasks, freed with the
+  // runtime; when it cannot be had, the task fails with a std::runtime_error naming the bytes
+  // (its sequence is cancelled, the error reaches wait).
+  task_builder& scratch(std::size_t bytes);
   template <class T>
   task_builder& value(const T& v) {                  // a copied argument, see task_context::value
     static_assert(std::is_trivially_copyable_v<T>, "value() copies bytes: use a lambda capture otherwise");
@@ -176,6 +184,21 @@ class runtime {
   // the caller needs (a CPU task that read h brought it home).
   void release_device(handle h);
   transfer_stats transfers() const;
+
+  // Data that lives only in device memory (a cuSOLVER, CuPy or PyTorch matrix): its only current
+  // copy is at device_ptr (`runs` runs of `run_bytes` bytes, `pitch` bytes apart). GPU tasks use it
+  // in place (task_context::device_data gives device_ptr); the runtime never copies it. A CPU task
+  // may not access it: task_builder::add throws std::invalid_argument (so call on(device::gpu)
+  // before adding its accesses), and so does on(device::cpu) on a task that has. Throws
+  // std::logic_error if the runtime has no GPU backend. handle::data() is null for such data.
+  handle register_device_data(void* device_ptr, std::size_t run_bytes, std::size_t runs, std::size_t pitch);
+
+  // Device memory and pinned host memory owned through this runtime's GPU backend, freed by RAII
+  // without synchronizing the device: see tessera/sched/memory.hpp for when a buffer may go.
+  // Throw std::runtime_error naming the bytes, the memory kind and the bytes free when the memory
+  // cannot be had; std::logic_error if the runtime has no GPU backend.
+  device_buffer allocate_device(std::size_t bytes);
+  pinned_buffer allocate_pinned(std::size_t bytes);
 
   // A new task running body (callable as body(task_context&) or body()). Add accesses, submit.
   template <class F>
