@@ -10,6 +10,11 @@
 // let rounding in Q1 spoil A = QR), or the final Q^T Q off I by more than 64 eps. Gram matrices
 // and factors are kept in double for both precisions.
 //
+// The block is factored as A D, its columns equilibrated by powers of two (equilibrate.hpp): a
+// first kernel finds each column's max |a_ic|, the passes scale the rows they load, and the
+// finish kernel unscales R; so the Gram matrix and every check above see data of order 1 at any
+// scale of A (at 1e-300 A^T A flushed to zero and at 1e300 overflowed).
+//
 // Rows are taken 128 at a time, one per thread; every thread block factors the small Gram matrix
 // itself (the same result everywhere), so no kernel waits for another block.
 #include <cfloat>
@@ -17,6 +22,7 @@
 
 #include "check.hpp"
 #include "engine.hpp"
+#include "equilibrate.hpp"
 
 namespace tessera::kernels::detail {
 namespace {
@@ -35,10 +41,12 @@ struct alignas(256) cholqr_state {
   double gram[4][max_cols * max_cols];
   double r[2][max_cols * max_cols];     // R1, R2
   double qtop[max_cols * max_cols];     // Q's top nc rows
+  unsigned long long colmax[max_cols];  // bits of max |a_ic| per column (equilibrate.hpp)
 };
 
 struct pass_shared {
   double rows[threads][pad];   // this pass's rows, for the Gram sums
+  double unit[max_cols];       // 2^-e_c: the column scaling
   double tri[max_cols][pad];   // the Cholesky factor, then this block's Gram sum
   double inv_diag[max_cols];
   int bad;
@@ -118,13 +126,36 @@ __device__ void solve_upper(double (&x)[max_cols], const double (&u)[max_cols][p
   }
 }
 
+// st->colmax[c] := max |A(:, c)| (as bits, atomicMax: non-negative doubles order as their bits).
+template <class T>
+__global__ void __launch_bounds__(threads) column_max_kernel(int m, int nc, const T* __restrict__ A, int lda,
+                                                              cholqr_state* __restrict__ st) {
+  double mx[max_cols] = {};
+  for (int r = static_cast<int>(blockIdx.x * threads + threadIdx.x); r < m; r += static_cast<int>(gridDim.x) * threads) {
+#pragma unroll
+    for (int c = 0; c < max_cols; ++c)
+      if (c < nc) mx[c] = fmax(mx[c], fabs(static_cast<double>(A[r + static_cast<std::ptrdiff_t>(c) * lda])));
+  }
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+#pragma unroll
+  for (int c = 0; c < max_cols; ++c) {
+    double v = mx[c];
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = fmax(v, __shfl_xor_sync(0xffffffffu, v, o));
+    if (lane == 0 && c < nc && v > 0)
+      atomicMax(&st->colmax[c], static_cast<unsigned long long>(__double_as_longlong(v)));
+  }
+}
+
 // pass 0: gram[0] = A^T A. pass p = 1, 2: R_p = chol(gram[p-1]), Q := (A or Q) R_p^-1 (rounded to
-// T), gram[p] = Q^T Q of the rounded Q.
+// T), gram[p] = Q^T Q of the rounded Q. A stands for A D: rows of A are scaled as they are loaded.
 template <class T>
 __global__ void __launch_bounds__(threads) cholqr_pass_kernel(int pass, int m, int nc, const T* __restrict__ A,
                                                                int lda, T* __restrict__ Q, int ldq,
                                                                cholqr_state* __restrict__ st) {
   __shared__ pass_shared sh;
+  if (threadIdx.x < max_cols) sh.unit[threadIdx.x] = ldexp(1.0, -column_exponent(st->colmax[threadIdx.x]));
+  __syncthreads();
   if (pass == 1 || pass == 2) {
     if (st->failed) return;
     // A Q1 far from orthogonal means cond(A) is past CholeskyQR2's reach.
@@ -145,6 +176,10 @@ __global__ void __launch_bounds__(threads) cholqr_pass_kernel(int pass, int m, i
 #pragma unroll
     for (int c = 0; c < max_cols; ++c)
       x[c] = r < m && c < nc ? static_cast<double>(in[r + static_cast<std::ptrdiff_t>(c) * ldin]) : 0.0;
+    if (pass < 2) {
+#pragma unroll
+      for (int c = 0; c < max_cols; ++c) x[c] *= sh.unit[c];  // exact: a power of two (equilibrate.hpp)
+    }
     if (pass == 1 || pass == 2) {
       solve_upper(x, sh.tri, sh.inv_diag, nc);
 #pragma unroll
@@ -190,7 +225,7 @@ __global__ void __launch_bounds__(threads) cholqr_pass_kernel(int pass, int m, i
   }
 }
 
-// If every pass succeeded and Q^T Q is within tol of I: A := R = S R2 R1 on and above the
+// If every pass succeeded and Q^T Q is within tol of I: A := R = S R2 R1 D^-1 on and above the
 // diagonal, V = L below it, Vc := V explicit, tau_j = 1 + |pivot_j|, T := -U S L_top^-T (so that
 // (I - V T V^T) [I; 0] = Q S), done := 1.
 template <class T>
@@ -274,7 +309,9 @@ __global__ void __launch_bounds__(threads) cholqr_finish_kernel(int m, int nc, T
     const int r = lane, c = warp + warps * q;
     if (r < nc && c < nc) {
       const bool lower = c < r;
-      A[r + static_cast<std::ptrdiff_t>(c) * lda] = static_cast<T>(lower ? sh.lu[r][c] : sh.sign[r] * acc[q]);
+      // R of A D unscaled to R of A (scalbn: 2^e_c need not be a double).
+      A[r + static_cast<std::ptrdiff_t>(c) * lda] = static_cast<T>(
+          lower ? sh.lu[r][c] : scalbn(sh.sign[r] * acc[q], column_exponent(st->colmax[c])));
       Vc[r + static_cast<std::ptrdiff_t>(c) * ldvc] = static_cast<T>(lower ? sh.lu[r][c] : (c == r ? 1.0 : 0.0));
     }
   }
@@ -301,6 +338,8 @@ __global__ void __launch_bounds__(threads) cholqr_finish_kernel(int m, int nc, T
 
 std::size_t cholqr_scratch_bytes() { return sizeof(cholqr_state); }
 
+const unsigned long long* cholqr_column_max(void* state) { return static_cast<cholqr_state*>(state)->colmax; }
+
 namespace {
 dim3 grid_for(int m, int sms) {
   const int chunks = (m + threads - 1) / threads, cap = sms > 0 ? sms : 1;
@@ -321,6 +360,8 @@ cholqr_handoff cholqr_block(const char* kernel, int m, int nc, T* A, int lda, T*
   if (m <= 0 || nc <= 0) return {nullptr, nullptr};
   if (nc > max_cols) bad_argument(kernel, "ib", nc, "<=", "the widest block", max_cols);
   const dim3 grid = grid_for(m, sms), block(threads);
+  column_max_kernel<T><<<grid, block, 0, stream>>>(m, nc, A, lda, st);
+  check(kernel, "column_max_kernel launch", cudaGetLastError());
   for (int pass = 0; pass < 3; ++pass) {
     cholqr_pass_kernel<T><<<grid, block, 0, stream>>>(pass, m, nc, A, lda, Vc, ldvc, st);
     check(kernel, "cholqr_pass_kernel launch", cudaGetLastError());

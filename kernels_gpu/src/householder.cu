@@ -10,12 +10,17 @@
 // column j's, adds into column j+1's and clears column j+2's, which no block touches until the
 // next barrier. The row of the diagonal entry travels the same way, so the row's owner can update
 // it while others read it.
+//
+// Given the block's column maxima (householder_block_scaled, equilibrate.hpp), the kernel first
+// scales the columns in place by powers of two to max-abs in [1/2, 1) and at its end unscales R,
+// so the sums of squares stay in range at any scale of A; reflectors are scale invariant.
 #include <cooperative_groups.h>
 
 #include <cmath>
 
 #include "check.hpp"
 #include "engine.hpp"
+#include "equilibrate.hpp"
 
 namespace tessera::kernels::detail {
 namespace {
@@ -66,14 +71,24 @@ __device__ T warp_transpose_sum(T (&acc)[max_cols], int lane) {
 
 template <class T>
 struct shared_state {
+  double unit[max_cols];  // 2^-e_c, the column scaling (equilibrating only)
   T tw[max_cols];   // tau * w_c, w = (row j of A) + v^T A(j+1:m, :)
   T coef[2];        // scale (v = scale * x), beta
   T red[warps][max_cols];
 };
 
+// Squared norms of a remaining column (alpha^2 + x^T x) below which an equilibrated column's
+// reflector is skipped (equilibrate.hpp): sums of squares are accurate above them even where
+// terms are subnormal (m * 2^-1075 << eps * 2^-960), and the dropped part is < 2^-480 (2^-45)
+// of a column of norm >= 1/2.
+template <class T>
+__device__ constexpr T negligible_square() {
+  return sizeof(T) == sizeof(float) ? T(0x1p-90) : T(0x1p-960);
+}
+
 template <class T>
 __device__ void column_step(int m, int nc, int j, T* __restrict__ A, int lda, T* __restrict__ scratch,
-                            T* __restrict__ tau, shared_state<T>& sh) {
+                            T* __restrict__ tau, bool scaled, shared_state<T>& sh) {
   const int blocks = static_cast<int>(gridDim.x);
   const int chunk = (m + blocks - 1) / blocks;
   const int r0 = static_cast<int>(blockIdx.x) * chunk, r1 = min(m, r0 + chunk);
@@ -96,7 +111,9 @@ __device__ void column_step(int m, int nc, int j, T* __restrict__ A, int lda, T*
     if (threadIdx.x == 0) {
       const T alpha = in.row[j], sigma = s_red[0][j];
       T t = 0, scale = 0, beta = alpha;
-      if (sigma != T(0)) {  // else H = I (LAPACK: tau = 0)
+      const T tiny = scaled ? negligible_square<T>() : T(0);
+      // Else H = I (LAPACK: tau = 0) and x := 0. NaN takes the first branch and stays visible.
+      if (sigma != T(0) && !(alpha * alpha + sigma < tiny)) {
         beta = -copysign(sqrt(alpha * alpha + sigma), alpha);
         t = (beta - alpha) / beta;
         scale = T(1) / (alpha - beta);
@@ -202,16 +219,28 @@ __global__ void __launch_bounds__(threads) householder_block_kernel(int m, int n
                                                                     T* __restrict__ tau, T* __restrict__ Vc,
                                                                     int ldvc, T* __restrict__ Tf, int ldt,
                                                                     T* __restrict__ scratch, double* __restrict__ gram,
+                                                                    const unsigned long long* __restrict__ colmax,
                                                                     const int* __restrict__ skip) {
   __shared__ shared_state<T> sh;
   if (skip != nullptr && *skip != 0) return;  // every block alike: no barrier is left waiting
   cooperative_groups::grid_group grid = cooperative_groups::this_grid();
+  if (colmax != nullptr) {  // A := A D on this block's rows, the rows its steps read (exact: powers of two)
+    const int chunk = (m + static_cast<int>(gridDim.x) - 1) / static_cast<int>(gridDim.x);
+    const int r0 = static_cast<int>(blockIdx.x) * chunk, r1 = min(m, r0 + chunk);
+    if (threadIdx.x < max_cols) sh.unit[threadIdx.x] = ldexp(1.0, -column_exponent(colmax[threadIdx.x]));
+    __syncthreads();
+    for (int c = 0; c < nc; ++c)
+      for (int r = r0 + static_cast<int>(threadIdx.x); r < r1; r += threads) {
+        T* a = A + r + static_cast<std::ptrdiff_t>(c) * lda;
+        *a = static_cast<T>(static_cast<double>(*a) * sh.unit[c]);
+      }
+  }
   // Column 0's sums start from zero (each step clears the buffer two columns ahead); cleared here
   // rather than by a memset launched for every block, mostly for nothing.
   if (blockIdx.x == 0 && threadIdx.x < 2 * max_cols) buffer(scratch, 0).total[threadIdx.x] = T(0);
   grid.sync();
   for (int j = -1; j < nc; ++j) {
-    column_step(m, nc, j, A, lda, scratch, tau, sh);
+    column_step(m, nc, j, A, lda, scratch, tau, colmax != nullptr, sh);
     grid.sync();
   }
   // V with its unit diagonal and zero upper part made explicit, for the GEMMs that apply it.
@@ -248,8 +277,16 @@ __global__ void __launch_bounds__(threads) householder_block_kernel(int m, int n
     for (int b = 0; b < 8; ++b)
       if (i0 + a <= j0 + b && j0 + b < nc) atomicAdd(gram + (i0 + a) + (j0 + b) * max_cols, acc[a][b]);
   grid.sync();
-  if (blockIdx.x == 0 && static_cast<int>(threadIdx.x) < nc)
-    t_row_from_gram(static_cast<int>(threadIdx.x), nc, gram, tau, Tf, ldt);
+  if (blockIdx.x != 0) return;
+  if (static_cast<int>(threadIdx.x) < nc) t_row_from_gram(static_cast<int>(threadIdx.x), nc, gram, tau, Tf, ldt);
+  // R of A D to R of A (scalbn: 2^e_c need not be a double); R's rows, final since the barrier
+  // above, are read by nothing else here (the Vc copy read below the diagonal only).
+  if (colmax != nullptr)
+    for (int e = static_cast<int>(threadIdx.x); e < nc * nc; e += threads) {
+      const int r = e % nc, c = e / nc;
+      T* a = A + r + static_cast<std::ptrdiff_t>(c) * lda;
+      if (r <= c) *a = static_cast<T>(scalbn(static_cast<double>(*a), column_exponent(colmax[c])));
+    }
 }
 
 // Few thread blocks: the kernel is launched for every block, and returns at once when CholeskyQR
@@ -268,8 +305,9 @@ int column_blocks(int m) {
 std::size_t householder_scratch_size(int) { return static_cast<std::size_t>(buffers) * 2 * max_cols; }
 
 template <class T>
-void householder_block(const char* kernel, int m, int nc, T* A, int lda, T* tau, T* Vc, int ldvc, T* Tf, int ldt,
-                       T* scratch, double* gram, int sms, const int* skip, cudaStream_t stream) {
+void householder_block_scaled(const char* kernel, int m, int nc, T* A, int lda, T* tau, T* Vc, int ldvc, T* Tf,
+                              int ldt, T* scratch, double* gram, const unsigned long long* column_max, int sms,
+                              const int* skip, cudaStream_t stream) {
   if (m <= 0 || nc <= 0) return;
   if (nc > max_cols) bad_argument(kernel, "ib", nc, "<=", "the widest block", max_cols);
   // A cooperative launch needs every block resident at once on the SMs the stream may use.
@@ -279,15 +317,23 @@ void householder_block(const char* kernel, int m, int nc, T* A, int lda, T* tau,
   const int resident = (per_sm > 0 ? per_sm : 1) * (sms > 0 ? sms : 1);
   const int wanted = column_blocks(m);
   const dim3 grid(static_cast<unsigned>(wanted < resident ? wanted : resident)), block(threads);
-  void* args[] = {&m, &nc, &A, &lda, &tau, &Vc, &ldvc, &Tf, &ldt, &scratch, &gram, &skip};
+  void* args[] = {&m, &nc, &A, &lda, &tau, &Vc, &ldvc, &Tf, &ldt, &scratch, &gram, &column_max, &skip};
   check(kernel, "householder_block_kernel launch",
         cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(&householder_block_kernel<T>), grid, block, args, 0,
                                     stream));
 }
 
-#define TESSERA_HOUSEHOLDER_INSTANTIATE(T) \
-  template void householder_block<T>(const char*, int, int, T*, int, T*, T*, int, T*, int, T*, double*, int, \
-                                     const int*, cudaStream_t);
+template <class T>
+void householder_block(const char* kernel, int m, int nc, T* A, int lda, T* tau, T* Vc, int ldvc, T* Tf, int ldt,
+                       T* scratch, double* gram, int sms, const int* skip, cudaStream_t stream) {
+  householder_block_scaled(kernel, m, nc, A, lda, tau, Vc, ldvc, Tf, ldt, scratch, gram, nullptr, sms, skip, stream);
+}
+
+#define TESSERA_HOUSEHOLDER_INSTANTIATE(T)                                                                   \
+  template void householder_block<T>(const char*, int, int, T*, int, T*, T*, int, T*, int, T*, double*, int,   \
+                                     const int*, cudaStream_t);                                                \
+  template void householder_block_scaled<T>(const char*, int, int, T*, int, T*, T*, int, T*, int, T*, double*, \
+                                            const unsigned long long*, int, const int*, cudaStream_t);
 TESSERA_HOUSEHOLDER_INSTANTIATE(float)
 TESSERA_HOUSEHOLDER_INSTANTIATE(double)
 #undef TESSERA_HOUSEHOLDER_INSTANTIATE

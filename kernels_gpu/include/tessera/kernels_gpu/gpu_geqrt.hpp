@@ -23,8 +23,9 @@ std::size_t gpu_geqrt_workspace_size(int m, int n, int ib);
 // A (m x n, lda; m >= n) := R above and on its diagonal, V below; T (n x n, ldt >= n) := the
 // block reflector's T, zero below its diagonal. 1 <= ib <= gpu_geqrt_max_ib. Columns whose
 // remaining part is zero get tau = 0 (LAPACK's convention; such blocks take the Householder
-// kernel). Sums of squares are not rescaled: entries beyond about 1e150 (double) or 1e18 (float)
-// in magnitude overflow.
+// kernel). Safe at any scale of A, as LAPACK is: each block's columns are equilibrated by powers
+// of two before its Gram matrix and sums of squares, and R unscaled after (kernels_gpu/src/
+// equilibrate.hpp); only an R entry beyond the precision's range overflows.
 template <class T>
 void gpu_geqrt(int m, int n, int ib, T* A, int lda, T* Tf, int ldt, T* work, std::size_t lwork,
                cublasHandle_t handle);
