@@ -1,7 +1,7 @@
 #include <algorithm>
 #include <tessera/kernels_cpu/core_geqrt.hpp>
+#include <tessera/kernels_cpu/check.hpp>
 
-#include "check.hpp"
 #include "larfb.hpp"
 #include "panel2.hpp"
 
@@ -9,12 +9,12 @@ namespace tessera::kernels {
 
 template <class T>
 void core_geqrt(int m, int n, int ib, T* A, int lda, T* Tf, int ldt, T* work) {
-  constexpr const char* name = "core_geqrt";
-  detail::require_ge(name, "m", m, "0", 0);
-  detail::require_ge(name, "n", n, "0", 0);
-  detail::require_ge(name, "ib", ib, "1", 1);
-  detail::require_ge(name, "lda", lda, "max(1, m)", std::max(1, m));
-  detail::require_ge(name, "ldt", ldt, "ib", ib);
+  constexpr const char* name = "tessera::kernels::core_geqrt";
+  check::require_ge(name, "m", m, "0", 0);
+  check::require_ge(name, "n", n, "0", 0);
+  check::require_ge(name, "ib", ib, "1", 1);
+  check::require_ge(name, "lda", lda, "max(1, m)", std::max(1, m));
+  check::require_ge(name, "ldt", ldt, "ib", ib);
   const int k = std::min(m, n);
   if (k == 0) return;
   // GEQRT's own loop: each panel of ib columns by level-2 loops (panel2.hpp: no OpenBLAS lock,

@@ -1,9 +1,8 @@
 #include <algorithm>
 #include <tessera/kernels_cpu/core_ormqr.hpp>
-
 #include <tessera/kernels_cpu/blas.hpp>
+#include <tessera/kernels_cpu/check.hpp>
 
-#include "check.hpp"
 #include "detail.hpp"
 #include "larfb.hpp"
 
@@ -12,17 +11,17 @@ namespace tessera::kernels {
 template <class T>
 void core_ormqr(side s, trans t, int m, int n, int k, int ib, const T* V, int ldv, const T* Tf,
                 int ldt, T* C, int ldc, T* work) {
-  constexpr const char* name = "core_ormqr";
-  detail::require_ge(name, "m", m, "0", 0);
-  detail::require_ge(name, "n", n, "0", 0);
-  detail::require_ge(name, "k", k, "0", 0);
-  detail::require_ge(name, "ib", ib, "1", 1);
+  constexpr const char* name = "tessera::kernels::core_ormqr";
+  check::require_ge(name, "m", m, "0", 0);
+  check::require_ge(name, "n", n, "0", 0);
+  check::require_ge(name, "k", k, "0", 0);
+  check::require_ge(name, "ib", ib, "1", 1);
   const bool left = s == side::left;
   const int q = left ? m : n;  // order of Q
-  detail::require_le(name, "k", k, left ? "m" : "n", q);
-  detail::require_ge(name, "ldv", ldv, left ? "max(1, m)" : "max(1, n)", std::max(1, q));
-  detail::require_ge(name, "ldt", ldt, "ib", ib);
-  detail::require_ge(name, "ldc", ldc, "max(1, m)", std::max(1, m));
+  check::require_le(name, "k", k, left ? "m" : "n", q);
+  check::require_ge(name, "ldv", ldv, left ? "max(1, m)" : "max(1, n)", std::max(1, q));
+  check::require_ge(name, "ldt", ldt, "ib", ib);
+  check::require_ge(name, "ldc", ldc, "max(1, m)", std::max(1, m));
   if (m == 0 || n == 0 || k == 0) return;
   const int nb = std::min(ib, k);
   if (left) {
@@ -36,7 +35,7 @@ void core_ormqr(side s, trans t, int m, int n, int k, int ib, const T* V, int ld
     return;
   }
   // The right side's LARFB already works on C's columns: as fast as larfb_left on the left.
-  detail::check_info(name, "GEMQRT",
+  check::lapack_info(name, "GEMQRT",
                      blas::gemqrt(detail::to_char(s), detail::to_char(t), m, n, k, nb, V, ldv, Tf,
                                   ldt, C, ldc, work));
 }

@@ -1,9 +1,8 @@
 #include <algorithm>
 #include <tessera/kernels_cpu/core_tsqrt.hpp>
-
 #include <tessera/kernels_cpu/blas.hpp>
+#include <tessera/kernels_cpu/check.hpp>
 
-#include "check.hpp"
 #include "panel2.hpp"
 #include "tsrfb.hpp"
 
@@ -44,13 +43,13 @@ void tpqrt3(int m, int n, T* A, int lda, T* B, int ldb, T* Tf, int ldt) {
 
 template <class T>
 void core_tsqrt(int m, int n, int ib, T* A1, int lda1, T* A2, int lda2, T* Tf, int ldt, T* work) {
-  constexpr const char* name = "core_tsqrt";
-  detail::require_ge(name, "m", m, "0", 0);
-  detail::require_ge(name, "n", n, "0", 0);
-  detail::require_ge(name, "ib", ib, "1", 1);
-  detail::require_ge(name, "lda1", lda1, "max(1, n)", std::max(1, n));
-  detail::require_ge(name, "lda2", lda2, "max(1, m)", std::max(1, m));
-  detail::require_ge(name, "ldt", ldt, "ib", ib);
+  constexpr const char* name = "tessera::kernels::core_tsqrt";
+  check::require_ge(name, "m", m, "0", 0);
+  check::require_ge(name, "n", n, "0", 0);
+  check::require_ge(name, "ib", ib, "1", 1);
+  check::require_ge(name, "lda1", lda1, "max(1, n)", std::max(1, n));
+  check::require_ge(name, "lda2", lda2, "max(1, m)", std::max(1, m));
+  check::require_ge(name, "ldt", ldt, "ib", ib);
   if (n == 0) return;
   const int nb = std::min(ib, n);
   if (m == 0) {
