@@ -14,13 +14,11 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <tessera/kernels_cpu/blas.hpp>
 #include <tessera/kernels_gpu.hpp>
 
 #include "gpu_test_util.hpp"
 #include "test_util.hpp"
-
-#define LAPACK_COMPLEX_CPP
-#include <lapacke.h>
 
 namespace {
 
@@ -33,15 +31,11 @@ constexpr double qr_threshold = 60.0, apply_threshold = 30.0;
 using namespace tessera::testing::gpu;
 
 // C := Q C (trans 'N') or Q^T C (trans 'T'), from the left.
-int gemqrt(char trans, int m, int n, int k, int nb, const float* v, int ldv, const float* t,
-           int ldt, float* c, int ldc) {
-  return LAPACKE_sgemqrt_work(LAPACK_COL_MAJOR, 'L', trans, m, n, k, nb, v, ldv, t, ldt, c, ldc,
-                              lapack_work<float>(nb, m, n).data());
-}
-int gemqrt(char trans, int m, int n, int k, int nb, const double* v, int ldv, const double* t,
-           int ldt, double* c, int ldc) {
-  return LAPACKE_dgemqrt_work(LAPACK_COL_MAJOR, 'L', trans, m, n, k, nb, v, ldv, t, ldt, c, ldc,
-                              lapack_work<double>(nb, m, n).data());
+template <class T>
+int gemqrt(char trans, int m, int n, int k, int nb, const T* v, int ldv, const T* t, int ldt, T* c,
+           int ldc) {
+  return tessera::blas::gemqrt('L', trans, m, n, k, nb, v, ldv, t, ldt, c, ldc,
+                               lapack_work<T>(nb, m, n).data());
 }
 
 // Factors A0 (its padding rows hold the sentinel) with gpu_geqrt, T with ldt = n + padT, and checks

@@ -20,13 +20,11 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <tessera/kernels_cpu/blas.hpp>
 #include <tessera/kernels_gpu.hpp>
 
 #include "gpu_test_util.hpp"
 #include "test_util.hpp"
-
-#define LAPACK_COMPLEX_CPP
-#include <lapacke.h>
 
 namespace {
 
@@ -43,39 +41,25 @@ double tolerance(int order) {
 
 using namespace tessera::testing::gpu;
 
-int tpqrt(int m, int n, int nb, float* a, int lda, float* b, int ldb, float* t, int ldt) {
-  return LAPACKE_stpqrt_work(LAPACK_COL_MAJOR, m, n, 0, nb, a, lda, b, ldb, t, ldt,
-                             lapack_work<float>(nb, m, n).data());
+// LAPACK references (tessera::blas) with the shapes used here: l = 0, Q^T from the left.
+template <class T>
+int tpqrt(int m, int n, int nb, T* a, int lda, T* b, int ldb, T* t, int ldt) {
+  return tessera::blas::tpqrt(m, n, 0, nb, a, lda, b, ldb, t, ldt, lapack_work<T>(nb, m, n).data());
 }
-int tpqrt(int m, int n, int nb, double* a, int lda, double* b, int ldb, double* t, int ldt) {
-  return LAPACKE_dtpqrt_work(LAPACK_COL_MAJOR, m, n, 0, nb, a, lda, b, ldb, t, ldt,
-                             lapack_work<double>(nb, m, n).data());
+template <class T>
+int tpmqrt(int m, int n, int k, int nb, const T* v, int ldv, const T* t, int ldt, T* a, int lda,
+           T* b, int ldb) {
+  return tessera::blas::tpmqrt('L', 'T', m, n, k, 0, nb, v, ldv, t, ldt, a, lda, b, ldb,
+                               lapack_work<T>(nb, m, n).data());
 }
-int tpmqrt(int m, int n, int k, int nb, const float* v, int ldv, const float* t, int ldt, float* a,
-           int lda, float* b, int ldb) {
-  return LAPACKE_stpmqrt_work(LAPACK_COL_MAJOR, 'L', 'T', m, n, k, 0, nb, v, ldv, t, ldt, a, lda,
-                              b, ldb, lapack_work<float>(nb, m, n).data());
+template <class T>
+int larft(int n, int k, const T* v, int ldv, const T* tau, T* t, int ldt) {
+  return tessera::blas::larft('F', 'C', n, k, v, ldv, tau, t, ldt);
 }
-int tpmqrt(int m, int n, int k, int nb, const double* v, int ldv, const double* t, int ldt,
-           double* a, int lda, double* b, int ldb) {
-  return LAPACKE_dtpmqrt_work(LAPACK_COL_MAJOR, 'L', 'T', m, n, k, 0, nb, v, ldv, t, ldt, a, lda,
-                              b, ldb, lapack_work<double>(nb, m, n).data());
-}
-int larft(int n, int k, const float* v, int ldv, const float* tau, float* t, int ldt) {
-  return LAPACKE_slarft_work(LAPACK_COL_MAJOR, 'F', 'C', n, k, v, ldv, tau, t, ldt);
-}
-int larft(int n, int k, const double* v, int ldv, const double* tau, double* t, int ldt) {
-  return LAPACKE_dlarft_work(LAPACK_COL_MAJOR, 'F', 'C', n, k, v, ldv, tau, t, ldt);
-}
-int gemqrt(int m, int n, int k, int nb, const float* v, int ldv, const float* t, int ldt, float* c,
-           int ldc) {
-  return LAPACKE_sgemqrt_work(LAPACK_COL_MAJOR, 'L', 'T', m, n, k, nb, v, ldv, t, ldt, c, ldc,
-                              lapack_work<float>(nb, m, n).data());
-}
-int gemqrt(int m, int n, int k, int nb, const double* v, int ldv, const double* t, int ldt,
-           double* c, int ldc) {
-  return LAPACKE_dgemqrt_work(LAPACK_COL_MAJOR, 'L', 'T', m, n, k, nb, v, ldv, t, ldt, c, ldc,
-                              lapack_work<double>(nb, m, n).data());
+template <class T>
+int gemqrt(int m, int n, int k, int nb, const T* v, int ldv, const T* t, int ldt, T* c, int ldc) {
+  return tessera::blas::gemqrt('L', 'T', m, n, k, nb, v, ldv, t, ldt, c, ldc,
+                               lapack_work<T>(nb, m, n).data());
 }
 
 // One TSQRT of a random [R; A2] (R kk x kk upper, A2 m x kk): V (m x kk, ldv = m + 2) and the

@@ -29,16 +29,15 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <tessera/kernels_cpu/blas.hpp>
 #include <tessera/kernels_gpu.hpp>
+#include <tessera/kernels_gpu/cublas.hpp>
 
 #include "engine.hpp"
 
 #include "../common/svg_chart.hpp"
 
 #include "fill.hpp"
-
-#define LAPACK_COMPLEX_CPP
-#include <lapacke.h>
 
 namespace {
 
@@ -47,10 +46,7 @@ using namespace tessera::kernels;
 void cuda_ok(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
 }
-void cublas_ok(cublasStatus_t s, const char* what) {
-  if (s != CUBLAS_STATUS_SUCCESS)
-    throw std::runtime_error(std::string(what) + ": " + cublasGetStatusString(s));
-}
+void cublas_ok(cublasStatus_t s, const char* what) { tessera::cublas::check("tessera_sssmqr_bench", what, s); }
 
 template <class T>
 struct dev {
@@ -104,16 +100,10 @@ struct gpu {
 };
 
 // --- precision helpers ----------------------------------------------------------------------
-// The library's own cuBLAS overloads (kernels_gpu/src/engine.hpp), so the bench times the same calls.
-using tessera::kernels::detail::geam;
-using tessera::kernels::detail::gemm;
-using tessera::kernels::detail::gemm_strided;
-int tpqrt(int m, int n, int nb, float* a, int lda, float* b, int ldb, float* t, int ldt) {
-  return LAPACKE_stpqrt(LAPACK_COL_MAJOR, m, n, 0, nb, a, lda, b, ldb, t, ldt);
-}
-int tpqrt(int m, int n, int nb, double* a, int lda, double* b, int ldb, double* t, int ldt) {
-  return LAPACKE_dtpqrt(LAPACK_COL_MAJOR, m, n, 0, nb, a, lda, b, ldb, t, ldt);
-}
+// The library's own cuBLAS wrapper, so the bench times the same calls.
+using tessera::cublas::geam;
+using tessera::cublas::gemm;
+using tessera::cublas::gemm_strided;
 template <class T> constexpr const char* letter() { return sizeof(T) == 8 ? "d" : "s"; }
 template <class T> constexpr const char* gemm_name() { return sizeof(T) == 8 ? "DGEMM" : "SGEMM"; }
 
@@ -127,18 +117,6 @@ struct options {
 };
 
 // --- explored alternatives (--explore), on gpu_sssmqr_prepare's factors Z_i = [T^T; V T^T] -------
-cublasStatus_t trmm_lower(cublasHandle_t h, int m, int n, const float* L, int ldl, float* B,
-                          int ldb) {
-  const float one = 1;
-  return cublasStrmm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT,
-                     m, n, &one, L, ldl, B, ldb, B, ldb);
-}
-cublasStatus_t trmm_lower(cublasHandle_t h, int m, int n, const double* L, int ldl, double* B,
-                          int ldb) {
-  const double one = 1;
-  return cublasDtrmm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT,
-                     m, n, &one, L, ldl, B, ldb, B, ldb);
-}
 // form 0: W = A1 + V^T A2; A1 -= T^T W; A2 -= (V T^T) W as three separate GEMMs (the library
 // batches the last two). form 1: the textbook W = T^T W by TRMM, A1 -= W by GEAM, A2 -= V W.
 template <class T>
@@ -163,8 +141,11 @@ void explore_apply(int form, int count, int nb, int m_last, int n, int kk, T* A1
                      lda2),
                 "explore gemm A2");
     } else {
-      cublas_ok(trmm_lower(h, kk, n, Zi, ldz, W, kk), "explore trmm");
-      cublas_ok(geam(h, kk, n, T(1), A1, lda1, T(-1), W, kk, A1, lda1), "explore geam");
+      cublas_ok(tessera::cublas::trmm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
+                                      CUBLAS_DIAG_NON_UNIT, kk, n, T(1), Zi, ldz, W, kk, W, kk),
+                "explore trmm");
+      cublas_ok(geam(h, CUBLAS_OP_N, CUBLAS_OP_N, kk, n, T(1), A1, lda1, T(-1), W, kk, A1, lda1),
+                "explore geam");
       cublas_ok(gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, mi, n, kk, T(-1), V + std::size_t(i) * nb, ldv, W,
                      kk, T(1), A2i, lda2),
                 "explore gemm A2");
@@ -305,7 +286,7 @@ void panel_bench(const options& o, gpu& g) {
       tessera::bench::fill_uniform(saved.p, saved.n, 11 + kind, g.s);
       if (kind == 1)  // column j := column 0 + delta * column j
         for (int j = 1; j < nb; ++j)
-          cublas_ok(geam(g.h, m, 1, T(1), saved.p, m, delta, saved.p + std::size_t(j) * m, m,
+          cublas_ok(geam(g.h, CUBLAS_OP_N, CUBLAS_OP_N, m, 1, T(1), saved.p, m, delta, saved.p + std::size_t(j) * m, m,
                          saved.p + std::size_t(j) * m, m), "geam");
       const auto restore = [&] {
         cuda_ok(cudaMemcpyAsync(A.p, saved.p, sizeof(T) * A.n, cudaMemcpyDeviceToDevice, g.s), "copy");
@@ -474,10 +455,11 @@ void run_precision(const options& o, gpu& g) {
   {
     std::mt19937_64 r(5);
     std::uniform_real_distribution<double> u(-1, 1);
-    std::vector<T> R(std::size_t(nb) * nb), V(std::size_t(nb) * nb), Tb(std::size_t(ibl) * nb);
+    std::vector<T> R(std::size_t(nb) * nb), V(std::size_t(nb) * nb), Tb(std::size_t(ibl) * nb),
+        work(std::size_t(ibl) * nb);
     for (auto& x : R) x = T(u(r));
     for (auto& x : V) x = T(u(r));
-    if (tpqrt(nb, nb, ibl, R.data(), nb, V.data(), nb, Tb.data(), ibl) != 0)
+    if (tessera::blas::tpqrt(nb, nb, 0, ibl, R.data(), nb, V.data(), nb, Tb.data(), ibl, work.data()) != 0)
       throw std::runtime_error("LAPACKE tpqrt failed");
     for (int i = 0; i < mt; ++i) {
       const int mi = std::min(nb, N - i * nb);

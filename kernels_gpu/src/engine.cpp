@@ -6,53 +6,6 @@
 
 namespace tessera::kernels::detail {
 
-// --- cuBLAS by precision ---------------------------------------------------------------------
-
-cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
-                    int k, float alpha, const float* A, int lda, const float* B, int ldb,
-                    float beta, float* C, int ldc) {
-  return cublasSgemm(h, ta, tb, m, n, k, &alpha, A, lda, B, ldb, &beta, C, ldc);
-}
-cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
-                    int k, double alpha, const double* A, int lda, const double* B, int ldb,
-                    double beta, double* C, int ldc) {
-  return cublasDgemm(h, ta, tb, m, n, k, &alpha, A, lda, B, ldb, &beta, C, ldc);
-}
-cublasStatus_t gemm_strided(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
-                            int n, int k, float alpha, const float* A, int lda, long long sa,
-                            const float* B, int ldb, long long sb, float beta, float* C, int ldc,
-                            long long sc, int batch) {
-  return cublasSgemmStridedBatched(h, ta, tb, m, n, k, &alpha, A, lda, sa, B, ldb, sb, &beta, C,
-                                   ldc, sc, batch);
-}
-cublasStatus_t gemm_strided(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
-                            int n, int k, double alpha, const double* A, int lda, long long sa,
-                            const double* B, int ldb, long long sb, double beta, double* C,
-                            int ldc, long long sc, int batch) {
-  return cublasDgemmStridedBatched(h, ta, tb, m, n, k, &alpha, A, lda, sa, B, ldb, sb, &beta, C,
-                                   ldc, sc, batch);
-}
-cublasStatus_t trmm_upper_left(cublasHandle_t h, cublasOperation_t t, int m, int n, float alpha,
-                               const float* T, int ldt, const float* B, int ldb, float* C,
-                               int ldc) {
-  return cublasStrmm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, t, CUBLAS_DIAG_NON_UNIT, m, n,
-                     &alpha, T, ldt, B, ldb, C, ldc);
-}
-cublasStatus_t trmm_upper_left(cublasHandle_t h, cublasOperation_t t, int m, int n, double alpha,
-                               const double* T, int ldt, const double* B, int ldb, double* C,
-                               int ldc) {
-  return cublasDtrmm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, t, CUBLAS_DIAG_NON_UNIT, m, n,
-                     &alpha, T, ldt, B, ldb, C, ldc);
-}
-cublasStatus_t geam(cublasHandle_t h, int m, int n, float alpha, const float* A, int lda,
-                    float beta, const float* B, int ldb, float* C, int ldc) {
-  return cublasSgeam(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, &alpha, A, lda, &beta, B, ldb, C, ldc);
-}
-cublasStatus_t geam(cublasHandle_t h, int m, int n, double alpha, const double* A, int lda,
-                    double beta, const double* B, int ldb, double* C, int ldc) {
-  return cublasDgeam(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, &alpha, A, lda, &beta, B, ldb, C, ldc);
-}
-
 host_pointer_mode::host_pointer_mode(const char* kernel, cublasHandle_t h) : _handle(h) {
   check(kernel, "cublasGetPointerMode", cublasGetPointerMode(h, &_saved));
   if (_saved != CUBLAS_POINTER_MODE_HOST)
@@ -79,13 +32,13 @@ void gram(const char* kernel, int count, int nb, int m_last, int kk, const T* V,
   // Only the part of G below the diagonal blocks is read; a GEMM still beats a loop of SYRKs.
   if (full > 0)
     check(kernel, "gemm_strided (V^T V)",
-          gemm_strided(h, CUBLAS_OP_T, CUBLAS_OP_N, kk, kk, nb, T(1), V, ldv, nb, V, ldv, nb, T(0),
-                       G, kk, gsize, full));
+          cublas::gemm_strided(h, CUBLAS_OP_T, CUBLAS_OP_N, kk, kk, nb, T(1), V, ldv, nb, V, ldv,
+                               nb, T(0), G, kk, gsize, full));
   if (full < count) {
     const T* Vl = V + static_cast<std::ptrdiff_t>(count - 1) * nb;
     check(kernel, "gemm (V^T V)",
-          gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, kk, kk, m_last, T(1), Vl, ldv, Vl, ldv, T(0),
-               G + (count - 1) * gsize, kk));
+          cublas::gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, kk, kk, m_last, T(1), Vl, ldv, Vl, ldv, T(0),
+                       G + (count - 1) * gsize, kk));
   }
 }
 
@@ -101,13 +54,14 @@ void make_factors(const char* kernel, int count, int nb, int m_last, int kk, int
   const int full = m_last == nb ? count : count - 1;
   if (full > 0)
     check(kernel, "gemm_strided (V T^T)",
-          gemm_strided(h, CUBLAS_OP_N, CUBLAS_OP_N, nb, kk, kk, T(1), V, ldv, nb, Z, ldz, zsize,
-                       T(0), Z + kk, ldz, zsize, full));
+          cublas::gemm_strided(h, CUBLAS_OP_N, CUBLAS_OP_N, nb, kk, kk, T(1), V, ldv, nb, Z, ldz,
+                               zsize, T(0), Z + kk, ldz, zsize, full));
   if (full < count) {
     T* Zl = Z + (count - 1) * zsize;
     check(kernel, "gemm (V T^T)",
-          gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m_last, kk, kk, T(1),
-               V + static_cast<std::ptrdiff_t>(count - 1) * nb, ldv, Zl, ldz, T(0), Zl + kk, ldz));
+          cublas::gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m_last, kk, kk, T(1),
+                       V + static_cast<std::ptrdiff_t>(count - 1) * nb, ldv, Zl, ldz, T(0), Zl + kk,
+                       ldz));
   }
 }
 
@@ -123,20 +77,22 @@ void apply_one(const char* kernel, int m, int n, int kk, int nb, T* A1, int lda1
         cudaMemcpy2DAsync(W, sizeof(T) * kk, A1, sizeof(T) * lda1, sizeof(T) * kk, n,
                           cudaMemcpyDeviceToDevice, stream));
   check(kernel, "gemm (W += V^T A2)",
-        gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, kk, n, m, T(1), Vi, ldv, A2i, lda2, T(1), W, kk));
+        cublas::gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, kk, n, m, T(1), Vi, ldv, A2i, lda2, T(1), W, kk));
   // A2_i a whole number of elements after A1 (they are rows of one matrix in practice).
   const auto a1 = reinterpret_cast<std::uintptr_t>(A1);
   const auto a2 = reinterpret_cast<std::uintptr_t>(A2i);
   if (m == kk && lda1 == lda2 && a2 > a1 && (a2 - a1) % sizeof(T) == 0) {
     const auto strideC = static_cast<long long>((a2 - a1) / sizeof(T));
     check(kernel, "gemm_strided ([A1; A2] -= [T^T; V T^T] W)",
-          gemm_strided(h, CUBLAS_OP_N, CUBLAS_OP_N, kk, n, kk, T(-1), Zi, ldz, kk, W, kk, 0, T(1),
-                       A1, lda1, strideC, 2));
+          cublas::gemm_strided(h, CUBLAS_OP_N, CUBLAS_OP_N, kk, n, kk, T(-1), Zi, ldz, kk, W, kk, 0,
+                               T(1), A1, lda1, strideC, 2));
   } else {
     check(kernel, "gemm (A1 -= T^T W)",
-          gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, kk, n, kk, T(-1), Zi, ldz, W, kk, T(1), A1, lda1));
+          cublas::gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, kk, n, kk, T(-1), Zi, ldz, W, kk, T(1), A1,
+                       lda1));
     check(kernel, "gemm (A2 -= V T^T W)",
-          gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, kk, T(-1), Zi + kk, ldz, W, kk, T(1), A2i, lda2));
+          cublas::gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, kk, T(-1), Zi + kk, ldz, W, kk, T(1), A2i,
+                       lda2));
   }
 }
 
@@ -154,27 +110,29 @@ void apply_batch(const char* kernel, int count, int nb, int m_last, int n, int k
   const std::ptrdiff_t last = static_cast<std::ptrdiff_t>(count - 1) * nb;
   if (full > 0)
     check(kernel, "gemm_strided (W_i = V_i^T A2_i)",
-          gemm_strided(h, CUBLAS_OP_T, CUBLAS_OP_N, kk, n, nb, T(1), V, ldv, nb, A2, lda2, nb, T(0),
-                       W, kk, wsize, full));
+          cublas::gemm_strided(h, CUBLAS_OP_T, CUBLAS_OP_N, kk, n, nb, T(1), V, ldv, nb, A2, lda2,
+                               nb, T(0), W, kk, wsize, full));
   if (full < count)
     check(kernel, "gemm (W = V^T A2, last row)",
-          gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, kk, n, m_last, T(1), V + last, ldv, A2 + last, lda2,
-               T(0), W + (count - 1) * wsize, kk));
+          cublas::gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, kk, n, m_last, T(1), V + last, ldv, A2 + last,
+                       lda2, T(0), W + (count - 1) * wsize, kk));
   for (int i = 0; i < count; ++i) {
     T* Wi = W + i * wsize;
-    check(kernel, "geam (W_i += A1)", geam(h, kk, n, T(1), Wi, kk, T(1), A1, lda1, Wi, kk));
+    check(kernel, "geam (W_i += A1)",
+          cublas::geam(h, CUBLAS_OP_N, CUBLAS_OP_N, kk, n, T(1), Wi, kk, T(1), A1, lda1, Wi, kk));
     check(kernel, "gemm (A1 -= T_i^T W_i)",
-          gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, kk, n, kk, T(-1), Z + i * zsize, ldz, Wi, kk, T(1), A1,
-               lda1));
+          cublas::gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, kk, n, kk, T(-1), Z + i * zsize, ldz, Wi, kk,
+                       T(1), A1, lda1));
   }
   if (full > 0)
     check(kernel, "gemm_strided (A2_i -= V_i T_i^T W_i)",
-          gemm_strided(h, CUBLAS_OP_N, CUBLAS_OP_N, nb, n, kk, T(-1), Z + kk, ldz, zsize, W, kk,
-                       wsize, T(1), A2, lda2, nb, full));
+          cublas::gemm_strided(h, CUBLAS_OP_N, CUBLAS_OP_N, nb, n, kk, T(-1), Z + kk, ldz, zsize, W,
+                               kk, wsize, T(1), A2, lda2, nb, full));
   if (full < count)
     check(kernel, "gemm (A2 -= V T^T W, last row)",
-          gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m_last, n, kk, T(-1), Z + (count - 1) * zsize + kk, ldz,
-               W + (count - 1) * wsize, kk, T(1), A2 + last, lda2));
+          cublas::gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m_last, n, kk, T(-1),
+                       Z + (count - 1) * zsize + kk, ldz, W + (count - 1) * wsize, kk, T(1),
+                       A2 + last, lda2));
 }
 
 }  // namespace
@@ -210,13 +168,18 @@ void apply_blocked(const char* kernel, int m, int n, int kk, int ib, T* A1, int 
     check(kernel, "cudaMemcpy2DAsync (W = A1)",
           cudaMemcpy2DAsync(W, sizeof(T) * ldw, A1j, sizeof(T) * lda1, sizeof(T) * w, n,
                             cudaMemcpyDeviceToDevice, stream));
-    check(kernel, "gemm (W += V^T A2)",
-          gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, w, n, m, T(1), Vj, ldv, A2, lda2, T(1), W, ldw));
+    check(
+        kernel, "gemm (W += V^T A2)",
+        cublas::gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, w, n, m, T(1), Vj, ldv, A2, lda2, T(1), W, ldw));
     check(kernel, "trmm (W = T^T W)",
-          trmm_upper_left(h, CUBLAS_OP_T, w, n, T(1), Tb + col * ldt, ldt, W, ldw, W, ldw));
-    check(kernel, "geam (A1 -= W)", geam(h, w, n, T(1), A1j, lda1, T(-1), W, ldw, A1j, lda1));
-    check(kernel, "gemm (A2 -= V W)",
-          gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, w, T(-1), Vj, ldv, W, ldw, T(1), A2, lda2));
+          cublas::trmm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T,
+                       CUBLAS_DIAG_NON_UNIT, w, n, T(1), Tb + col * ldt, ldt, W, ldw, W, ldw));
+    check(
+        kernel, "geam (A1 -= W)",
+        cublas::geam(h, CUBLAS_OP_N, CUBLAS_OP_N, w, n, T(1), A1j, lda1, T(-1), W, ldw, A1j, lda1));
+    check(
+        kernel, "gemm (A2 -= V W)",
+        cublas::gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, w, T(-1), Vj, ldv, W, ldw, T(1), A2, lda2));
   }
 }
 

@@ -1,40 +1,16 @@
 #pragma once
-// The building blocks every gpu_* kernel is made of: precision overloads of the few cuBLAS calls
-// used, the Gram matrices and full T of a panel, the prepared factors and the update sweep.
+// The building blocks every gpu_* kernel is made of, on the cuBLAS wrapper
+// (tessera/kernels_gpu/cublas.hpp): the Gram matrices and full T of a panel, the prepared
+// factors and the update sweep.
 // Internal: no argument checks here, the public entry points do them.
 #include <cstddef>
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
-namespace tessera::kernels::detail {
+#include <tessera/kernels_gpu/cublas.hpp>
 
-// --- cuBLAS by precision (scalars by value, handle in host pointer mode) -------------------------
-cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
-                    int k, float alpha, const float* A, int lda, const float* B, int ldb,
-                    float beta, float* C, int ldc);
-cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
-                    int k, double alpha, const double* A, int lda, const double* B, int ldb,
-                    double beta, double* C, int ldc);
-cublasStatus_t gemm_strided(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
-                            int n, int k, float alpha, const float* A, int lda, long long sa,
-                            const float* B, int ldb, long long sb, float beta, float* C, int ldc,
-                            long long sc, int batch);
-cublasStatus_t gemm_strided(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
-                            int n, int k, double alpha, const double* A, int lda, long long sa,
-                            const double* B, int ldb, long long sb, double beta, double* C,
-                            int ldc, long long sc, int batch);
-// C := alpha op(T) B with T upper triangular, from the left; C == B gives the in-place BLAS form.
-cublasStatus_t trmm_upper_left(cublasHandle_t h, cublasOperation_t t, int m, int n, float alpha,
-                               const float* T, int ldt, const float* B, int ldb, float* C, int ldc);
-cublasStatus_t trmm_upper_left(cublasHandle_t h, cublasOperation_t t, int m, int n, double alpha,
-                               const double* T, int ldt, const double* B, int ldb, double* C,
-                               int ldc);
-// C := alpha A + beta B (no transposes); C == A allowed when ldc == lda.
-cublasStatus_t geam(cublasHandle_t h, int m, int n, float alpha, const float* A, int lda,
-                    float beta, const float* B, int ldb, float* C, int ldc);
-cublasStatus_t geam(cublasHandle_t h, int m, int n, double alpha, const double* A, int lda,
-                    double beta, const double* B, int ldb, double* C, int ldc);
+namespace tessera::kernels::detail {
 
 // Sets the handle to host pointer mode for the scope of a kernel and restores what it found.
 class host_pointer_mode {

@@ -101,18 +101,21 @@ void full_t_by_doubling(const char* kernel, int n, int ib, const T* G, int ldg, 
     const long long sg = 2LL * b * (ldg + 1), st = 2LL * b * (ldtf + 1), sx = static_cast<long long>(b) * b;
     if (pairs > 0) {
       check(kernel, "gemm_strided (X = G12 T2)",
-            gemm_strided(h, N, N, b, b, b, T(1), at(G, 0, b, ldg), ldg, sg, at(Tf, b, b, ldtf), ldtf, st, T(0), X, b,
-                         sx, pairs));
+            cublas::gemm_strided(h, N, N, b, b, b, T(1), at(G, 0, b, ldg), ldg, sg, at(Tf, b, b, ldtf), ldtf, st, T(0),
+                                 X, b, sx, pairs));
       check(kernel, "gemm_strided (T12 = -T1 X)",
-            gemm_strided(h, N, N, b, b, b, T(-1), Tf, ldtf, st, X, b, sx, T(0), at(Tf, 0, b, ldtf), ldtf, st, pairs));
+            cublas::gemm_strided(h, N, N, b, b, b, T(-1), Tf, ldtf, st, X, b, sx, T(0), at(Tf, 0, b, ldtf), ldtf, st,
+                                 pairs));
     }
     // A last pair whose right block is narrower than b.
     const int c0 = pairs * 2 * b, w = n - c0 - b;
     if (w > 0) {
       check(kernel, "gemm (X = G12 T2)",
-            gemm(h, N, N, b, w, w, T(1), at(G, c0, c0 + b, ldg), ldg, at(Tf, c0 + b, c0 + b, ldtf), ldtf, T(0), X, b));
+            cublas::gemm(h, N, N, b, w, w, T(1), at(G, c0, c0 + b, ldg), ldg, at(Tf, c0 + b, c0 + b, ldtf), ldtf, T(0),
+                         X, b));
       check(kernel, "gemm (T12 = -T1 X)",
-            gemm(h, N, N, b, w, b, T(-1), at(Tf, c0, c0, ldtf), ldtf, X, b, T(0), at(Tf, c0, c0 + b, ldtf), ldtf));
+            cublas::gemm(h, N, N, b, w, b, T(-1), at(Tf, c0, c0, ldtf), ldtf, X, b, T(0), at(Tf, c0, c0 + b, ldtf),
+                         ldtf));
     }
   }
 }

@@ -2,7 +2,6 @@
 
 #include "check.hpp"
 #include "engine.hpp"
-#include "equilibrate.hpp"
 #include "sizes.hpp"
 
 namespace tessera::kernels {
@@ -87,22 +86,20 @@ void gpu_geqrt(int m, int n, int ib, T* A, int lda, T* Tf, int ldt, T* work, std
     void* state = cholqr + static_cast<std::size_t>(j0 / ib) * detail::cholqr_scratch_bytes();
     const detail::cholqr_handoff h =
         detail::cholqr_block(kernel, rows, jb, Aj, lda, tau + j0, Vj, m, Tj, ib, state, sms, s);
-    // Both equilibrate the block's columns (equilibrate.hpp), so neither sees a scale of A.
-    detail::householder_block_scaled(kernel, rows, jb, Aj, lda, tau + j0, Vj, m, Tj, ib, sums, h.gram,
-                                     detail::cholqr_column_max(state), sms, h.done, s);
+    detail::householder_block(kernel, rows, jb, Aj, lda, tau + j0, Vj, m, Tj, ib, sums, h.gram, sms, h.done, s);
     if (rest == 0) break;
     T* C = at(A, j0, j0 + jb, lda);
     detail::check(kernel, "gemm (W = V^T C)",
-                  detail::gemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, jb, rest, rows, T(1), Vj, m, C, lda, T(0), W, ib));
+                  cublas::gemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, jb, rest, rows, T(1), Vj, m, C, lda, T(0), W, ib));
     detail::check(kernel, "trmm (W = T^T W)",
-                  detail::trmm_upper_left(handle, CUBLAS_OP_T, jb, rest, T(1), Tj, ib, W, ib, W, ib));
+                  cublas::trmm(handle, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, CUBLAS_DIAG_NON_UNIT, jb,
+                               rest, T(1), Tj, ib, W, ib, W, ib));
     detail::check(kernel, "gemm (C -= V W)",
-                  detail::gemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, rows, rest, jb, T(-1), Vj, m, W, ib,
-                               T(1), C, lda));
+                  cublas::gemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, rows, rest, jb, T(-1), Vj, m, W, ib, T(1), C, lda));
   }
   // The whole panel's T from V^T V and the blocks' T.
   detail::check(kernel, "gemm (V^T V)",
-                detail::gemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, n, m, T(1), Vc, m, Vc, m, T(0), G, n));
+                cublas::gemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, n, m, T(1), Vc, m, Vc, m, T(0), G, n));
   detail::full_t_by_doubling(kernel, n, ib, G, n, Tb, ib, Tf, ldt, X, handle);
 }
 

@@ -40,11 +40,12 @@ void gpu_larfb(int m, int n, int k, const T* V, int ldv, const T* Tf, int ldt, T
   T* W = Vc + elems(m, k);    // k x n, ld k
   detail::unit_lower_copy(kernel, m, k, V, ldv, Vc, m, s);
   detail::check(kernel, "gemm (W = V^T C)",
-                detail::gemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, k, n, m, T(1), Vc, m, C, ldc, T(0), W, k));
+                cublas::gemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, k, n, m, T(1), Vc, m, C, ldc, T(0), W, k));
   detail::check(kernel, "trmm (W = T^T W)",
-                detail::trmm_upper_left(handle, CUBLAS_OP_T, k, n, T(1), Tf, ldt, W, k, W, k));
+                cublas::trmm(handle, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, CUBLAS_DIAG_NON_UNIT, k, n,
+                             T(1), Tf, ldt, W, k, W, k));
   detail::check(kernel, "gemm (C -= V W)",
-                detail::gemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, T(-1), Vc, m, W, k, T(1), C, ldc));
+                cublas::gemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, T(-1), Vc, m, W, k, T(1), C, ldc));
 }
 
 template void gpu_larfb<float>(int, int, int, const float*, int, const float*, int, float*, int,

@@ -52,14 +52,11 @@ void gpu_ormqr(int m, int n, int k, int ib, const T* V, int ldv, const T* Tb, in
   detail::gram(kernel, 1, m, m, k, Vc, m, G, handle);
   detail::build_full_t(kernel, 1, k, ib, G, Tb, ldt, 0, Z, ldz, 0, true, s);
   detail::check(kernel, "gemm (V T^T)",
-                detail::gemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, m, k, k, T(1), Vc, m, Z, ldz, T(0),
-                             Z + k, ldz));
+                cublas::gemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, m, k, k, T(1), Vc, m, Z, ldz, T(0), Z + k, ldz));
   detail::check(kernel, "gemm (W = V^T C)",
-                detail::gemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, k, n, m, T(1), Vc, m, C, ldc, T(0),
-                             W, k));
+                cublas::gemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, k, n, m, T(1), Vc, m, C, ldc, T(0), W, k));
   detail::check(kernel, "gemm (C -= V T^T W)",
-                detail::gemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, T(-1), Z + k, ldz, W, k,
-                             T(1), C, ldc));
+                cublas::gemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, T(-1), Z + k, ldz, W, k, T(1), C, ldc));
 }
 
 template void gpu_ormqr<float>(int, int, int, int, const float*, int, const float*, int, float*,
