@@ -2,6 +2,7 @@
 
 #include "check.hpp"
 #include "engine.hpp"
+#include "equilibrate.hpp"
 #include "sizes.hpp"
 
 namespace tessera::kernels {
@@ -86,7 +87,9 @@ void gpu_geqrt(int m, int n, int ib, T* A, int lda, T* Tf, int ldt, T* work, std
     void* state = cholqr + static_cast<std::size_t>(j0 / ib) * detail::cholqr_scratch_bytes();
     const detail::cholqr_handoff h =
         detail::cholqr_block(kernel, rows, jb, Aj, lda, tau + j0, Vj, m, Tj, ib, state, sms, s);
-    detail::householder_block(kernel, rows, jb, Aj, lda, tau + j0, Vj, m, Tj, ib, sums, h.gram, sms, h.done, s);
+    // Both equilibrate the block's columns (equilibrate.hpp), so neither sees a scale of A.
+    detail::householder_block_scaled(kernel, rows, jb, Aj, lda, tau + j0, Vj, m, Tj, ib, sums, h.gram,
+                                     detail::cholqr_column_max(state), sms, h.done, s);
     if (rest == 0) break;
     T* C = at(A, j0, j0 + jb, lda);
     detail::check(kernel, "gemm (W = V^T C)",
