@@ -654,3 +654,17 @@ TEST_CASE("injected failures: a failed scratch allocation or launch cancels the 
   cuda_ok(cudaDeviceSynchronize());
   CHECK(pool_in_use() == before);  // scratch, device copies: all back in the pool
 }
+
+TEST_CASE("a GPU task body may not wait or insert: std::logic_error at the wait, the runtime stays usable") {
+  tessera::runtime rt({.workers = 2, .gpu_streams = 1});
+  rt.task([&] { rt.wait_all(); }).on(tessera::device::gpu).submit();
+  CHECK_THROWS_WITH_AS(rt.wait_all(), doctest::Contains("inside a task body"), std::logic_error);
+  rt.task([&] { rt.task([] {}).submit(); }).on(tessera::device::gpu).submit();
+  CHECK_THROWS_AS(rt.wait_all(), std::logic_error);
+  double x = 1;
+  auto hx = rt.register_data(&x, sizeof x);
+  rt.task([hx](tessera::task_context& ctx) { gpu_scale(ctx, hx, 1, 3.0); }).on(tessera::device::gpu).read_write(hx).submit();
+  rt.task([] {}).read(hx).submit();
+  rt.wait_all();
+  CHECK(x == 3.0);
+}

@@ -4,6 +4,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "runtime_impl.hpp"
 
@@ -71,6 +72,11 @@ bool runtime_impl::run_body(task_node* t, unsigned worker) {
     }
   }
   task_context ctx(this, t, worker);
+  struct body_scope {  // marks this thread as inside a body of this runtime (check_caller)
+    runtime_impl* previous;
+    explicit body_scope(runtime_impl* rt) noexcept : previous(std::exchange(current_body, rt)) {}
+    ~body_scope() { current_body = previous; }
+  } in_body(this);
   try {
     if (!t->extras || t->accumulated.empty()) {
       t->body(ctx);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <mutex>
 #include <stdexcept>
+#include <string>
+#include <string_view>
 
 #include "runtime_impl.hpp"
 
@@ -17,7 +19,21 @@ constexpr std::size_t prefetch_distance = 8;
 
 }  // namespace
 
+[[noreturn]] void runtime_impl::refuse_caller(const char* what) const {
+  const std::string call = std::string("tessera::runtime::") + what + ": ";
+  if (current_body == this) {
+    const bool waits = std::string_view(what).starts_with("wait");
+    throw std::logic_error(call + "called from inside a task body of this runtime; " +
+                           (waits ? "a task cannot wait for tasks (it would wait for itself)"
+                                  : "tasks are inserted, and data registered, outside task bodies"));
+  }
+  throw std::logic_error(call + "called from a thread other than the runtime's inserting thread (the one that "
+                                "constructed it, or the last to call runtime::set_inserting_thread); one thread "
+                                "at a time inserts, registers and waits");
+}
+
 task_node* runtime_impl::new_task() {
+  check_caller("task");
   if (open_builder)
     throw std::logic_error("tessera::runtime::task: another task is still being built; submit() it first");
   if (pool_local.empty()) {

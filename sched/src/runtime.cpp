@@ -152,6 +152,7 @@ runtime::runtime(runtime_options options) : _impl(std::make_unique<detail::runti
 runtime::~runtime() = default;
 
 handle runtime::register_data(void* data, std::size_t bytes) {
+  _impl->check_caller("register_data");
   if (!data) throw std::invalid_argument("tessera::runtime::register_data: data is null (use register_key)");
   auto& h = _impl->handles.emplace_back();
   h.data = data;
@@ -173,6 +174,7 @@ handle runtime::register_data(void* data, std::size_t run_bytes, std::size_t run
 }
 
 handle runtime::register_device_data(void* device_ptr, std::size_t run_bytes, std::size_t runs, std::size_t pitch) {
+  _impl->check_caller("register_device_data");
   if (!_impl->gpu)
     throw std::logic_error(
         "tessera::runtime::register_device_data: the runtime has no GPU backend (runtime_options::gpu_streams)");
@@ -200,6 +202,7 @@ bool runtime::gpu_available() noexcept { return detail::gpu_backend::available()
 bool runtime::has_gpu() const noexcept { return _impl->gpu != nullptr; }
 
 void runtime::place_on_device(handle h, void* device_data, std::size_t device_pitch) {
+  _impl->check_caller("place_on_device");
   if (!_impl->gpu) throw std::logic_error("tessera::runtime::place_on_device: the runtime has no GPU backend");
   if (!h || !h._state->data) throw std::invalid_argument("tessera::runtime::place_on_device: handle has no host data");
   if (!device_data) throw std::invalid_argument("tessera::runtime::place_on_device: device_data is null");
@@ -209,6 +212,7 @@ void runtime::place_on_device(handle h, void* device_data, std::size_t device_pi
 }
 
 void runtime::release_device(handle h) {
+  _impl->check_caller("release_device");
   if (!_impl->gpu || !h || h._state->device_only) return;  // device-only: the device copy is the datum
   auto& c = h._state->copies;
   if (c.pooled) return;  // pool memory lives as long as the runtime; keep using it
@@ -223,12 +227,14 @@ void runtime::release_device(handle h) {
 transfer_stats runtime::transfers() const { return _impl->gpu ? _impl->gpu->stats() : transfer_stats{}; }
 
 handle runtime::register_key(std::uint64_t key) {
+  _impl->check_caller("register_key");
   auto& h = _impl->handles.emplace_back();
   h.key = key;
   return handle(&h);
 }
 
 sequence runtime::make_sequence() {
+  _impl->check_caller("make_sequence");
   auto s = std::make_shared<detail::sequence_state>();
   _impl->sequences.push_back(s);
   return sequence(std::move(s));
@@ -248,8 +254,22 @@ std::uint64_t runtime::tasks_completed() const noexcept { return _impl->tasks_co
 
 unsigned runtime::workers() const noexcept { return _impl->workers; }
 std::size_t runtime::window() const noexcept { return _impl->window; }
-void runtime::enable_trace(bool on) { _impl->enable_trace(on); }
-const trace_data& runtime::trace() const { return _impl->trace(); }
+void runtime::enable_trace(bool on) {
+  _impl->check_caller("enable_trace");
+  _impl->enable_trace(on);
+}
+const trace_data& runtime::trace() const {
+  _impl->check_caller("trace");
+  return _impl->trace();
+}
+
+void runtime::set_inserting_thread() {
+  if (detail::current_body == _impl.get())
+    throw std::logic_error("tessera::runtime::set_inserting_thread: called from inside a task body of this runtime");
+  if (_impl->open_builder)
+    throw std::logic_error("tessera::runtime::set_inserting_thread: a task is still being built; submit() it first");
+  _impl->inserter = &detail::current_body;
+}
 
 detail::task_fn& runtime::_set_body(detail::task_node* t) { return t->body; }
 

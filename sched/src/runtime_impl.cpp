@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
+#include <string>
 #include <thread>
 
 #include "runtime_impl.hpp"
@@ -42,8 +44,22 @@ void allow_parallelism(unsigned threads) {
 
 }  // namespace
 
+namespace {
+// runtime_options::workers, checked before anything is sized by it.
+unsigned checked_workers(unsigned asked) {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  if (asked == 0) return cores;
+  const unsigned bound = std::max(max_workers_floor, 4 * cores);
+  if (asked > bound)
+    throw std::invalid_argument("tessera::runtime: runtime_options::workers is " + std::to_string(asked) +
+                                ", above the bound of " + std::to_string(bound) +
+                                " (4 per hardware thread, at least " + std::to_string(max_workers_floor) + ")");
+  return asked;
+}
+}  // namespace
+
 runtime_impl::runtime_impl(const runtime_options& options)
-    : workers(options.workers ? options.workers : std::max(1u, std::thread::hardware_concurrency())),
+    : workers(checked_workers(options.workers)),
       window(options.window ? options.window : 1),
       log(make_logger()),
       log_debug(log->should_log(spdlog::level::debug)),

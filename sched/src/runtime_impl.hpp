@@ -23,10 +23,19 @@
 
 namespace tessera::detail {
 
+struct runtime_impl;
+
+// The runtime whose task body this thread is running (null: none), set around every body; its
+// address also tells threads apart, so that a runtime knows its inserting thread.
+inline constinit thread_local runtime_impl* current_body = nullptr;
+
 // Per-worker scratch is handed out in pieces of this alignment; a GPU task's device scratch in
 // pieces of the alignment cudaMalloc gives.
 constexpr std::size_t scratch_align = 64;
 constexpr std::size_t device_scratch_align = 256;
+
+// runtime_options::workers may be up to 4 per hardware thread, and at least this many.
+constexpr unsigned max_workers_floor = 64;
 
 // Granularity control: a runner times one body in sample_every (see granularity.cpp).
 constexpr unsigned sample_every = 16;
@@ -179,6 +188,13 @@ struct runtime_impl {
   ~runtime_impl();
 
   // --- insertion (one thread) ---
+  // Insertion, registration and waiting: on the inserting thread, outside this runtime's task
+  // bodies; a thread-local address compare and a load. Throws std::logic_error otherwise.
+  void check_caller(const char* what) const {
+    if (&current_body != inserter || current_body == this) [[unlikely]]
+      refuse_caller(what);
+  }
+  [[noreturn]] void refuse_caller(const char* what) const;
   task_node* new_task();
   void add_access(task_node* t, handle_state* h, access mode);
   void link(const task_ref& pred, task_node* succ, hazard kind);
@@ -214,6 +230,7 @@ struct runtime_impl {
 
   unsigned workers;
   std::size_t window;
+  const void* inserter = &current_body;  // the inserting thread (see check_caller)
   std::shared_ptr<spdlog::logger> log;
   bool log_debug;
 

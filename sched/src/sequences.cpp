@@ -24,6 +24,7 @@ void runtime_impl::record_error(sequence_state& s, std::exception_ptr e) {
 }
 
 void runtime_impl::wait_all() {
+  check_caller("wait_all");
   if (open_builder)
     throw std::logic_error("tessera::runtime::wait_all: a task is still being built; submit() it first");
   help_until([&] { return in_flight() == 0; });
@@ -43,6 +44,7 @@ void runtime_impl::wait_all() {
 }
 
 void runtime_impl::wait(sequence_state& s) {
+  check_caller("wait");
   if (open_builder)
     throw std::logic_error("tessera::runtime::wait: a task is still being built; submit() it first");
   help_until([&] { return s.in_flight() == 0; });

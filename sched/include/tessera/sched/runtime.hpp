@@ -11,6 +11,15 @@
 //
 // Task aggregation: a task is created empty and accesses are added in a loop before submit();
 // each add costs the same whatever the number already added.
+//
+// Threads. One thread, the inserting thread, inserts tasks (task), registers data (register_*),
+// makes sequences, waits (wait, wait_all) and reads traces: the thread that constructed the
+// runtime, until another calls set_inserting_thread(). Those calls from any other thread, or from
+// inside a task body of this runtime (where wait would wait for itself, and insertion would race
+// with the inserting thread), throw std::logic_error and change nothing; from inside a body the
+// error fails that task like any other, and the runtime stays usable. The check costs a thread-
+// local address compare per call. Other calls (tasks_submitted, tasks_completed, workers, has_gpu,
+// transfers, allocate_device, allocate_pinned) may come from any thread.
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -35,7 +44,10 @@ task_node* new_task(runtime_impl& impl);
 }  // namespace detail
 
 struct runtime_options {
-  unsigned workers = 0;        // threads that run CPU tasks, the inserting thread included; 0: all cores
+  // Threads that run CPU tasks, the inserting thread included; 0: all cores. At most 4 per
+  // hardware thread (and at least 64 allowed): more only oversubscribes, so the constructor throws
+  // std::invalid_argument naming `workers` and the bound.
+  unsigned workers = 0;
   std::size_t window = 1 << 18;  // tasks in flight before the inserting thread stops and helps run them
   bool trace = false;          // record a trace from the start (see runtime::enable_trace)
   // Granularity control: while the task bodies timed lately took less than this on average, a task
@@ -211,7 +223,9 @@ class runtime {
   sequence make_sequence();
 
   // Waits for every inserted task, the calling thread helping to run them; then rethrows the first
-  // error of any sequence not yet reported, and clears it: the runtime stays usable.
+  // error of any sequence not yet reported, and clears it: the runtime stays usable. A task's own
+  // exception reaches the waiter as it was thrown (type and message); errors the runtime raises
+  // for a GPU task (a failed copy, allocation or CUDA call) name the task by label and id.
   void wait_all();
   // Waits for the tasks of s; rethrows its error and clears it.
   void wait(const sequence& s);
@@ -227,6 +241,11 @@ class runtime {
 
   unsigned workers() const noexcept;
   std::size_t window() const noexcept;
+
+  // Hands insertion over: the calling thread becomes the inserting thread (see the top of this
+  // file). The previous one must have made its last call on the runtime before this one (join it,
+  // or hand over through a mutex or other synchronization), and no task may be being built.
+  void set_inserting_thread();
 
   // Tracing costs one predictable branch per task when off. The trace holds every task and edge
   // recorded since it was last enabled; read it after a wait.
