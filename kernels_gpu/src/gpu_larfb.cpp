@@ -15,9 +15,10 @@ using detail::require_ptr;
 std::size_t gpu_larfb_workspace_size(int m, int n, int k) { return elems(m, k) + elems(k, n); }
 
 template <class T>
-void gpu_larfb(int m, int n, int k, const T* V, int ldv, const T* Tf, int ldt, T* C, int ldc,
+void gpu_larfb(cublasOperation_t op, int m, int n, int k, const T* V, int ldv, const T* Tf, int ldt, T* C, int ldc,
                T* work, std::size_t lwork, cublasHandle_t handle) {
   constexpr const char* kernel = "gpu_larfb";
+  if (op != CUBLAS_OP_T && op != CUBLAS_OP_N) detail::bad_argument(kernel, "op", op, "==", "CUBLAS_OP_N or _T", 0);
   require_ge(kernel, "m", m, "0", 0);
   require_ge(kernel, "n", n, "0", 0);
   require_ge(kernel, "k", k, "0", 0);
@@ -41,13 +42,23 @@ void gpu_larfb(int m, int n, int k, const T* V, int ldv, const T* Tf, int ldt, T
   detail::unit_lower_copy(kernel, m, k, V, ldv, Vc, m, s);
   detail::check(kernel, "gemm (W = V^T C)",
                 cublas::gemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, k, n, m, T(1), Vc, m, C, ldc, T(0), W, k));
-  detail::check(kernel, "trmm (W = T^T W)",
-                cublas::trmm(handle, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, CUBLAS_DIAG_NON_UNIT, k, n,
-                             T(1), Tf, ldt, W, k, W, k));
+  detail::check(kernel, "trmm (W = op(T) W)",
+                cublas::trmm(handle, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, op, CUBLAS_DIAG_NON_UNIT, k, n, T(1), Tf,
+                             ldt, W, k, W, k));
   detail::check(kernel, "gemm (C -= V W)",
                 cublas::gemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, T(-1), Vc, m, W, k, T(1), C, ldc));
 }
 
+template <class T>
+void gpu_larfb(int m, int n, int k, const T* V, int ldv, const T* Tf, int ldt, T* C, int ldc, T* work,
+               std::size_t lwork, cublasHandle_t handle) {
+  gpu_larfb(CUBLAS_OP_T, m, n, k, V, ldv, Tf, ldt, C, ldc, work, lwork, handle);
+}
+
+template void gpu_larfb<float>(cublasOperation_t, int, int, int, const float*, int, const float*, int, float*, int,
+                               float*, std::size_t, cublasHandle_t);
+template void gpu_larfb<double>(cublasOperation_t, int, int, int, const double*, int, const double*, int, double*, int,
+                                double*, std::size_t, cublasHandle_t);
 template void gpu_larfb<float>(int, int, int, const float*, int, const float*, int, float*, int,
                                float*, std::size_t, cublasHandle_t);
 template void gpu_larfb<double>(int, int, int, const double*, int, const double*, int, double*,

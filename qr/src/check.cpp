@@ -5,6 +5,7 @@
 
 #include "detail.hpp"
 #include "tessera/kernels_cpu/blas.hpp"
+#include "tessera/qr/factorize.hpp"
 #include "tessera/qr/ungqr.hpp"
 
 namespace tessera::qr {
@@ -77,8 +78,23 @@ qr_residuals check_geqrt(int m, int n, int nb, const T* qr, int ldqr, const T* t
   return residuals(m, n, q.data(), r.data(), a, lda);
 }
 
+template <class T>
+qr_residuals check(factorization<T>& f, const T* a, int lda) {
+  constexpr const char* func = "check";
+  const int m = f.m(), n = f.n(), k = std::min(m, n);
+  detail::require_at_least(func, "lda", lda, std::max(1, m), "max(1, m)");
+  if (k == 0) return {};
+  if (!a) detail::invalid(func, "A is null");
+  std::vector<T> q(std::size_t(m) * k), r(std::size_t(k) * n);
+  f.form_q(q_shape::thin, host(q.data(), m, k, m));
+  f.copy_r(host(r.data(), k, n, k));
+  return residuals(m, n, q.data(), r.data(), a, lda);
+}
+
 template qr_residuals check_qr<float>(runtime&, const qr_factors<float>&, const float*, int);
 template qr_residuals check_qr<double>(runtime&, const qr_factors<double>&, const double*, int);
+template qr_residuals check<float>(factorization<float>&, const float*, int);
+template qr_residuals check<double>(factorization<double>&, const double*, int);
 template qr_residuals check_geqrt<float>(int, int, int, const float*, int, const float*, int, const float*, int);
 template qr_residuals check_geqrt<double>(int, int, int, const double*, int, const double*, int, const double*,
                                           int);

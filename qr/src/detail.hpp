@@ -1,8 +1,6 @@
 #pragma once
 // Helpers shared by the qr sources: argument errors (one-line forwards to Tessera's check family,
-// tessera/kernels_cpu/check.hpp, naming the function tessera::qr::<func>), task colours, progress
-// ticks.
-#include <atomic>
+// tessera/kernels_cpu/check.hpp, naming the function tessera::qr::<func>), task colours.
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -43,10 +41,6 @@ using tessera::check::find_non_finite;
 template <class T>
 void require_finite_block(const char* name, int rows, int cols, const T* a, int lda, int r0 = 0, int c0 = 0) {
   tessera::check::require_finite("tessera::qr", name, rows, cols, a, lda, r0, c0);
-}
-
-inline void tick(std::atomic<std::uint64_t>* progress) noexcept {
-  if (progress) progress->fetch_add(1, std::memory_order_relaxed);
 }
 
 // Trace colours per kernel (0xRRGGBB): the panel warm, the updates cool.

@@ -21,7 +21,7 @@ void gels_solve_async(runtime& rt, const qr_factors<T>& f, tile_matrix<T>& b, co
   if (f.m() < f.n())
     detail::invalid(func, "m = " + std::to_string(f.m()) + " < n = " + std::to_string(f.n()) +
                               ": only full-rank least squares with m >= n is supported");
-  detail::insert_apply_q(rt, kernels::trans::trans, f, b, hb, false, nullptr);
+  detail::insert_apply_q(rt, kernels::trans::trans, f, b, hb, false);
 
   const tile_matrix<T>& A = f.a();
   const tile_handles& ha = f.ha();

@@ -24,15 +24,6 @@ qr_factors<T>::qr_factors(runtime& rt, int m, int n, int nb, int ib, tile_alloca
   _ht = register_tiles(rt, _t);
 }
 
-std::uint64_t geqrf_task_count(int mt, int nt) {
-  std::uint64_t count = 0;
-  for (int k = 0; k < std::min(mt, nt); ++k) {
-    const std::uint64_t below = std::uint64_t(mt - k - 1), right = std::uint64_t(nt - k - 1);
-    count += 1 + right + below + below * right;   // GEQRT, ORMQRs, TSQRTs, TSMQRs
-  }
-  return count;
-}
-
 template <class T>
 tile_matrix<T>& qr_factors<T>::v_copies() {
   if (!_v.data()) {
@@ -54,7 +45,7 @@ const tile_handles& qr_factors<T>::hv() {
 template <class T>
 void geqrf_async(runtime& rt, qr_factors<T>& f, const geqrf_options& options) {
   if (&rt != f.owner()) detail::invalid("geqrf", "the factors were made for another runtime");
-  detail::tile_qr_tasks<T> task(rt, f, options.split_diagonal, options.progress);
+  detail::tile_qr_tasks<T> task(rt, f, options.split_diagonal);
   for (int k = 0; k < f.kt(); ++k) {
     task.geqrt(k);
     for (int j = k + 1; j < f.nt(); ++j) task.ormqr(k, j);

@@ -11,74 +11,22 @@
 #if TESSERA_QR_CUDA
 #include <cuda_runtime.h>
 
-#include "gpu_workspace.hpp"
 #include "tessera/kernels_gpu.hpp"
+#include "tessera/sched/memory.hpp"
 #include "tessera/sched/cuda.hpp"
 #endif
 
 namespace tessera::qr {
 
-std::uint64_t hybrid_task_count(int mt, int nt, const hybrid_options& options) {
-  std::uint64_t count = 0;
-  for (int k = 0; k < std::min(mt, nt); ++k) {
-    const int split = nt - (k + 1) <= options.lookahead ? nt : k + 1 + options.lookahead;
-    const std::uint64_t below = std::uint64_t(mt - k - 1), cpu_cols = std::uint64_t(split - k - 1);
-    count += 1 + cpu_cols + below + below * cpu_cols;  // GEQRT, ORMQRs, TSQRTs, TSMQRs on the CPUs
-    if (split < nt) {
-      const std::uint64_t per_row = options.row_pipelined ? below : std::min<std::uint64_t>(below, 1);
-      count += 1 + per_row;
-      if (options.split_next && split + 1 < nt) {
-        const auto rows = std::uint64_t(std::max(options.gpu_rows, 1));
-        count += 1 + (options.row_pipelined ? (below + rows - 1) / rows : std::min<std::uint64_t>(below, 1));
-      }
-    }
-  }
-  return count;
-}
-
-runtime_options hybrid_runtime_options(unsigned workers) {
-  runtime_options o;
-  o.workers = workers;
-  o.gpu_streams = 3;
-  o.gpu_stream_depth = 2;
-  o.gpu_urgent_priority = hybrid_urgent_priority;
-  return o;
-}
-
 int default_gpu_tile_size(int n) noexcept { return n >= 32768 ? 384 : n >= 8192 ? 256 : 192; }
 
-int default_lookahead(int) noexcept {
-  // Measured on an H200 with 16 Xeon cores (docs/results/history.md, "GPU and hybrid"): the GPU
-  // is so much faster than the cores that every tile column they update delays the next panel. With lookahead 0 the
-  // CPUs only factor panels (GEQRT, TSQRT) and the GPU's urgent stream updates the next panel
-  // column row by row: 2.83 s against 3.13-3.20 s (lookahead 1) at n = 32768, 0.52 against
-  // 0.67-0.75 s at 16384 (nb 256, 1-4 rows per bulk GPU task, medians of 3).
-  return 0;
-}
+// The GPU is so much faster than the cores that every tile column they update delays the next
+// panel (docs/architecture.md).
+int default_lookahead(int) noexcept { return 0; }
 
 #if TESSERA_QR_CUDA
 
-bool hybrid_available() noexcept { return runtime::gpu_available(); }
-
-std::string gpu_name() {
-  cudaDeviceProp prop;
-  int device = 0;
-  if (!runtime::gpu_available() || cudaGetDevice(&device) != cudaSuccess ||
-      cudaGetDeviceProperties(&prop, device) != cudaSuccess)
-    return {};
-  return prop.name;
-}
-
 namespace {
-void* pinned_allocate(std::size_t bytes) {
-  void* p = nullptr;
-  if (cudaMallocHost(&p, bytes) != cudaSuccess) {
-    cudaGetLastError();
-    throw std::bad_alloc();
-  }
-  return p;
-}
-void pinned_deallocate(void* p, std::size_t) noexcept { cudaFreeHost(p); }
 
 // The GPU's tasks: aggregated updates of the columns right of the CPUs' lookahead. The device
 // holds A column-major (ldda) and T with ib rows per tile row (lddt); every tile's handle is placed
@@ -86,15 +34,13 @@ void pinned_deallocate(void* p, std::size_t) noexcept { cudaFreeHost(p); }
 template <class T>
 class gpu_update_tasks {
  public:
-  gpu_update_tasks(runtime& rt, qr_factors<T>& f, const detail::tile_qr_tasks<T>& cpu,
-                   std::atomic<std::uint64_t>* progress)
-      : _rt(rt), _f(f), _cpu(cpu), _progress(progress), _nb(f.nb()), _ib(f.ib()), _ldda(f.a().m()),
+  gpu_update_tasks(runtime& rt, qr_factors<T>& f, const detail::tile_qr_tasks<T>& cpu)
+      : _rt(rt), _f(f), _cpu(cpu), _nb(f.nb()), _ib(f.ib()), _ldda(f.a().m()),
         _lddt(f.t().m()),
-        _a_dev("geqrf_hybrid", std::size_t(_ldda) * f.a().n(),
-               std::to_string(f.a().m()) + " x " + std::to_string(f.a().n()) + " matrix"),
-        _t_dev("geqrf_hybrid", std::size_t(_lddt) * f.a().n(), "T factors"),
-        _da(_a_dev.get()),
-        _dt(_t_dev.get()) {
+        _a_dev(rt.allocate_device(sizeof(T) * std::size_t(_ldda) * f.a().n())),
+        _t_dev(rt.allocate_device(sizeof(T) * std::size_t(_lddt) * f.a().n())),
+        _da(_a_dev.get<T>()),
+        _dt(_t_dev.get<T>()) {
     const tile_matrix<T>& a = f.a();
     for (int j = 0; j < a.nt(); ++j)
       for (int i = 0; i < a.mt(); ++i) {
@@ -103,8 +49,8 @@ class gpu_update_tasks {
       }
   }
 
-  // Waits for every task (also when insertion or the run failed), drops the device copies of the
-  // tiles, frees the device memory.
+  // Waits for every task (also when insertion or the run failed), then drops the device copies of
+  // the tiles; the device buffers go after.
   ~gpu_update_tasks() {
     try {
       _rt.wait_all();
@@ -116,7 +62,6 @@ class gpu_update_tasks {
         _rt.release_device(_f.ha()(i, j));
         _rt.release_device(_f.ht()(i, j));
       }
-    cudaDeviceSynchronize();
   }
 
   // Q_k^T of GEQRT(k) applied to tile row k, tile columns [j0, j1) (the top row of Figure 6a).
@@ -125,18 +70,18 @@ class gpu_update_tasks {
     const int mk = a.tile_rows(k), kk = std::min(mk, a.tile_cols(k)), n = columns(j0, j1), ib = _ib;
     const handle hv = _cpu.v_handle(k), htk = _f.ht()(k, k);
     T* c = tile_a(k, j0);
-    const int ldda = _ldda;
-    auto b = _rt.task([=, this](task_context& ctx) {
+    const int ldda = _ldda, lddt = _lddt;
+    const T* tkk = tile_t(k, k);
+    const std::size_t lwork = kernels::gpu_ormqr_workspace_size(mk, n, kk);
+    auto b = _rt.task([=](task_context& ctx) {
       const T* v = device_ptr<T>(ctx, hv);
       const int ldv = static_cast<int>(ctx.device_pitch(hv) / sizeof(T));
-      const std::size_t lwork = kernels::gpu_ormqr_workspace_size(mk, n, kk);
-      kernels::gpu_ormqr(mk, n, kk, ib, v, ldv, tile_t(k, k), _lddt, c, ldda, _work.get(ctx, lwork), lwork,
+      kernels::gpu_ormqr(mk, n, kk, ib, v, ldv, tkk, lddt, c, ldda, static_cast<T*>(ctx.scratch(0)), lwork,
                          blas_of(ctx));
-      detail::tick(_progress);
     });
     b.on(device::gpu).read(hv).read(htk);
     for (int j = j0; j < j1; ++j) b.read_write(_f.ha()(k, j));
-    b.priority(priority).label("gpu_ormqr").color(0x17becf).submit();
+    b.scratch(sizeof(T) * lwork).priority(priority).label("gpu_ormqr").color(0x17becf).submit();
   }
 
   // The TSQRT reflectors of tile rows [i0, i1) of step k applied to those rows and tile row k,
@@ -149,13 +94,12 @@ class gpu_update_tasks {
     T* a2 = tile_a(i0, j0);
     const T* v = tile_a(i0, k);
     const T* tb = tile_t(i0, k);
-    auto b = _rt.task([=, this](task_context& ctx) {
-      const std::size_t lwork = kernels::gpu_sssmqr_workspace_size(count, nb, nk, n);
+    const std::size_t lwork = kernels::gpu_sssmqr_workspace_size(count, nb, nk, n);
+    auto b = _rt.task([=](task_context& ctx) {
       kernels::gpu_sssmqr(count, nb, m_last, n, nk, ib, a1, ldda, a2, ldda, v, ldda, tb, lddt,
-                          std::ptrdiff_t(ib), _work.get(ctx, lwork), lwork, blas_of(ctx));
-      detail::tick(_progress);
+                          std::ptrdiff_t(ib), static_cast<T*>(ctx.scratch(0)), lwork, blas_of(ctx));
     });
-    b.on(device::gpu);
+    b.on(device::gpu).scratch(sizeof(T) * lwork);
     // Figure 5b: the dependencies of every CPU task replaced, added in a loop.
     for (int i = i0; i < i1; ++i) {
       b.read(_f.ha()(i, k)).read(_f.ht()(i, k));
@@ -172,19 +116,12 @@ class gpu_update_tasks {
   runtime& _rt;
   qr_factors<T>& _f;
   const detail::tile_qr_tasks<T>& _cpu;
-  std::atomic<std::uint64_t>* _progress;
   int _nb, _ib, _ldda, _lddt;
-  detail::device_buffer<T> _a_dev, _t_dev;
+  device_buffer _a_dev, _t_dev;
   T* _da;
   T* _dt;
-  detail::gpu_workspace<T> _work{"geqrf_hybrid"};
 };
 }  // namespace
-
-tile_allocator pinned_allocator() noexcept {
-  if (!runtime::gpu_available()) return {};
-  return {pinned_allocate, pinned_deallocate};
-}
 
 template <class T>
 void geqrf_hybrid(runtime& rt, qr_factors<T>& f, const hybrid_options& options) {
@@ -195,9 +132,9 @@ void geqrf_hybrid(runtime& rt, qr_factors<T>& f, const hybrid_options& options) 
   detail::require_at_least(func, "gpu_rows", options.gpu_rows, 1);
   const int mt = f.mt(), nt = f.nt(), kt = f.kt(), L = options.lookahead;
   blas_threads single(1);
-  detail::tile_qr_tasks<T> cpu(rt, f, true, options.progress);
+  detail::tile_qr_tasks<T> cpu(rt, f, true);
   {
-    gpu_update_tasks<T> gpu(rt, f, cpu, options.progress);
+    gpu_update_tasks<T> gpu(rt, f, cpu);
     for (int k = 0; k < kt; ++k) {
       // Columns [k+1, split) are the CPUs', [split, nt) the GPU's, until the GPU's part is gone.
       const int split = nt - (k + 1) <= L ? nt : k + 1 + L;
@@ -207,7 +144,7 @@ void geqrf_hybrid(runtime& rt, qr_factors<T>& f, const hybrid_options& options) 
       // by tasks of its own, so the next panel does not wait for the whole width.
       // That column's tasks are on the CPUs' path: urgent, ahead of the bulk of the update.
       const int next = options.split_next && split + 1 < nt ? split + 1 : nt;
-      const int first = next < nt ? hybrid_urgent_priority : 1, bulk = 1;
+      const int first = next < nt ? urgent_priority : 1, bulk = 1;
       if (split < nt) {
         gpu.ormqr(k, split, next, first);
         if (next < nt) gpu.ormqr(k, next, nt, bulk);
@@ -238,9 +175,6 @@ void geqrf_hybrid(runtime& rt, qr_factors<T>& f, const hybrid_options& options) 
 
 #else  // built without CUDA
 
-bool hybrid_available() noexcept { return false; }
-std::string gpu_name() { return {}; }
-tile_allocator pinned_allocator() noexcept { return {}; }
 
 template <class T>
 void geqrf_hybrid(runtime&, qr_factors<T>&, const hybrid_options&) {

@@ -17,7 +17,7 @@ void ungqr_async(runtime& rt, const qr_factors<T>& f, tile_matrix<T>& q, const t
     detail::invalid(func, "Q has " + std::to_string(q.n()) + " columns: at most m = " +
                               std::to_string(f.m()));
   set_identity_async(rt, q, hq);
-  detail::insert_apply_q(rt, kernels::trans::no_trans, f, q, hq, true, nullptr);
+  detail::insert_apply_q(rt, kernels::trans::no_trans, f, q, hq, true);
 }
 
 template <class T>

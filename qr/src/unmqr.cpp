@@ -9,9 +9,9 @@ namespace tessera::qr {
 
 template <class T>
 void unmqr_async(runtime& rt, trans op, const qr_factors<T>& f, tile_matrix<T>& c,
-                 const tile_handles& hc, std::atomic<std::uint64_t>* progress) {
+                 const tile_handles& hc) {
   detail::require_applicable("unmqr", rt, f, c, hc);
-  detail::insert_apply_q(rt, op, f, c, hc, false, progress);
+  detail::insert_apply_q(rt, op, f, c, hc, false);
 }
 
 template <class T>
@@ -31,9 +31,9 @@ void unmqr(runtime& rt, trans op, const qr_factors<T>& f, int nrhs, T* c, int ld
 }
 
 template void unmqr_async<float>(runtime&, trans, const qr_factors<float>&, tile_matrix<float>&,
-                                 const tile_handles&, std::atomic<std::uint64_t>*);
+                                 const tile_handles&);
 template void unmqr_async<double>(runtime&, trans, const qr_factors<double>&, tile_matrix<double>&,
-                                  const tile_handles&, std::atomic<std::uint64_t>*);
+                                  const tile_handles&);
 template void unmqr<float>(runtime&, trans, const qr_factors<float>&, int, float*, int);
 template void unmqr<double>(runtime&, trans, const qr_factors<double>&, int, double*, int);
 

@@ -1,19 +1,19 @@
-// tessera_qr: tile QR of a random m x n matrix, timed (median of --repeat runs), GFLOP/s by LAWN 41,
-// optionally checked (--check) and traced (--trace FILE).
-// Exit status: 0 done, 1 a check failed (or another failure), 2 bad arguments.
+// tessera_qr: QR of a test matrix through the front door (tessera::qr::factorize), timed (median of
+// --repeat runs), GFLOP/s by LAWN 41, optionally checked (--check) and traced (--trace FILE).
+// Exit status: 0 done, 1 a check or the run failed, 2 bad arguments, 3 not enough memory.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <limits>
 #include <mutex>
+#include <new>
 #include <optional>
-#include <random>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -22,49 +22,39 @@
 
 #include "tessera/qr.hpp"
 #include "tessera/sched.hpp"
+#include "tessera/sched/memory.hpp"
 
 namespace {
 
+namespace qr = tessera::qr;
+
 struct config {
-  int m = 2048, n = 2048, nb = 256, ib = 32;
+  int m = 2048, n = 2048;
   std::string precision = "d";
-  std::string device = "auto";     // auto: hybrid with a GPU, cpu without
-  std::string algorithm = "auto";  // auto: blocked on the GPU (m >= n), else tile; tile, or blocked
-  int bulk_columns = tessera::qr::blocked_options{}.bulk_columns;
-  int chunked_steps = tessera::qr::blocked_options{}.chunked_steps;
-  bool lookahead_given = false;
-  bool split_next = true;
-  int gpu_rows = tessera::qr::hybrid_options{}.gpu_rows;
-  bool pinned = true;
-  unsigned gpu_streams = tessera::qr::hybrid_runtime_options().gpu_streams;
-  unsigned stream_depth = tessera::qr::hybrid_runtime_options().gpu_stream_depth;
-  bool urgent_stream = true;
-  unsigned urgent_sms = tessera::qr::hybrid_runtime_options().gpu_urgent_sms;
+  std::string device = "auto", algorithm = "auto", memory = "host", matrix = "random";
+  qr::options o;
+  qr::matrix_spec spec;
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
-  bool check = false;
+  unsigned gpu_streams = qr::gpu_runtime_options().gpu_streams;
+  unsigned stream_depth = qr::gpu_runtime_options().gpu_stream_depth;
+  bool urgent_stream = true;
+  unsigned urgent_sms = 0;
+  bool check = false, json = false;
   std::string trace;
-  std::uint64_t seed = 1;
   int repeat = 1;
-  bool json = false;
-  int lookahead = 1;
 };
 
 struct result {
-  double seconds = 0;   // median
+  qr::choice choice;
+  double seconds = 0;                 // median
   tessera::transfer_stats transfers;  // of the last run
-  std::optional<tessera::qr::qr_residuals> residuals;
+  std::optional<qr::qr_residuals> residuals;
 };
 
-// The requested device is not there (yet): reported like a bad argument.
-struct device_unavailable : std::invalid_argument {
-  using std::invalid_argument::invalid_argument;
-};
-
-// Prints "% of tasks done" to stderr every 2 s while a long run goes on.
+// Prints the share of inserted tasks done to stderr every 2 s while a long run goes on.
 class progress_reporter {
  public:
-  progress_reporter(const std::atomic<std::uint64_t>& done, std::uint64_t total)
-      : _done(done), _total(total), _thread([this] { loop(); }) {}
+  explicit progress_reporter(const tessera::runtime& rt) : _rt(rt), _thread([this] { loop(); }) {}
   ~progress_reporter() {
     {
       std::lock_guard lock(_mutex);
@@ -78,47 +68,17 @@ class progress_reporter {
   void loop() {
     std::unique_lock lock(_mutex);
     while (!_wake.wait_for(lock, std::chrono::seconds(2), [this] { return _stop; })) {
-      const double pct = 100.0 * double(_done.load(std::memory_order_relaxed)) / double(_total);
-      std::fprintf(stderr, "tessera_qr: %5.1f%% of %llu tasks done\n", pct,
-                   static_cast<unsigned long long>(_total));
+      const auto done = _rt.tasks_completed(), total = _rt.tasks_submitted();
+      std::fprintf(stderr, "tessera_qr: %llu of %llu tasks inserted so far done\n",
+                   static_cast<unsigned long long>(done), static_cast<unsigned long long>(total));
     }
   }
-  const std::atomic<std::uint64_t>& _done;
-  std::uint64_t _total;
+  const tessera::runtime& _rt;
   std::mutex _mutex;
   std::condition_variable _wake;
   bool _stop = false;
   std::thread _thread;
 };
-
-template <class T>
-std::vector<T> random_matrix(int m, int n, std::uint64_t seed) {
-  // A fixed number of chunks, each with its own generator, filled in parallel: the matrix depends
-  // on the seed alone, and 32768^2 takes a second instead of half a minute.
-  constexpr std::size_t chunks = 64;
-  std::vector<T> a(std::size_t(m) * std::size_t(n));
-  const std::size_t per_chunk = (a.size() + chunks - 1) / chunks;
-  auto fill = [&](std::size_t chunk) {
-    std::mt19937_64 gen(seed * 0x9E3779B97F4A7C15ull + chunk);
-    std::uniform_real_distribution<T> dist(T(-1), T(1));
-    const std::size_t end = std::min(a.size(), (chunk + 1) * per_chunk);
-    for (std::size_t i = chunk * per_chunk; i < end; ++i) a[i] = dist(gen);
-  };
-  const std::size_t workers = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, chunks);
-  std::vector<std::thread> pool;
-  for (std::size_t w = 0; w < workers; ++w)
-    pool.emplace_back([&, w] {
-      for (std::size_t chunk = w; chunk < chunks; chunk += workers) fill(chunk);
-    });
-  for (std::thread& t : pool) t.join();
-  return a;
-}
-
-// What moved since `before` (the runtime's counts are cumulative): the last run's transfers.
-tessera::transfer_stats since(const tessera::transfer_stats& before, const tessera::transfer_stats& now) {
-  return {now.h2d_bytes - before.h2d_bytes, now.d2h_bytes - before.d2h_bytes, now.h2d_copies - before.h2d_copies,
-          now.d2h_copies - before.d2h_copies};
-}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -138,47 +98,65 @@ void write_trace(const config& c, tessera::runtime& rt) {
   tessera::print_summary(trace, tessera::summarize(trace), out);
 }
 
-tessera::runtime_options gpu_runtime_options(const config& c) {
-  tessera::runtime_options ro = tessera::qr::hybrid_runtime_options(c.threads);
-  ro.gpu_streams = c.gpu_streams;
-  ro.gpu_stream_depth = c.stream_depth;
-  if (!c.urgent_stream) ro.gpu_urgent_priority = std::numeric_limits<int>::max();
-  ro.gpu_urgent_sms = c.urgent_sms;
-  return ro;
+// The host memory the tool itself needs beside the library's: the test matrix, the matrix that is
+// factored (host input), and the check's Q and work copy.
+template <class T>
+void require_tool_memory(const config& c, const qr::choice& ch) {
+  const std::size_t mn = std::size_t(c.m) * std::size_t(c.n), elem = sizeof(T);
+  const bool host_work = c.memory == "host" && ch.algo == qr::algorithm::blocked;
+  std::size_t host = elem * mn * (1 + (host_work ? 1 : 0) + (c.check ? 2 : 0));
+  qr::require_available("tessera_qr", qr::memory::host, host, "the test matrix, its working copy and the check");
+  if (c.memory == "device")
+    qr::require_available("tessera_qr", qr::memory::device, elem * mn, "the matrix in device memory");
 }
 
-// A pinned host buffer of count elements (the blocked QR works in place on column-major memory).
 template <class T>
-struct pinned_buffer {
-  tessera::qr::tile_allocator alloc = tessera::qr::pinned_allocator();
-  std::size_t bytes;
-  T* data;
-  explicit pinned_buffer(std::size_t count)
-      : bytes(sizeof(T) * std::max<std::size_t>(count, 1)),
-        data(static_cast<T*>(alloc.allocate ? alloc.allocate(bytes) : ::operator new(bytes))) {}
-  ~pinned_buffer() {
-    if (alloc.deallocate) alloc.deallocate(data, bytes);
-    else ::operator delete(data);
+result run(const config& c) {
+  result res;
+  res.choice = qr::choose(c.m, c.n, c.o);
+  require_tool_memory<T>(c, res.choice);
+  tessera::runtime_options ro = qr::runtime_options_for(res.choice, c.threads);
+  if (ro.gpu_streams > 0) {
+    ro.gpu_streams = c.gpu_streams;
+    ro.gpu_stream_depth = c.stream_depth;
+    if (!c.urgent_stream) ro.gpu_urgent_priority = std::numeric_limits<int>::max();
+    ro.gpu_urgent_sms = c.urgent_sms;
   }
-  pinned_buffer(const pinned_buffer&) = delete;
-  pinned_buffer& operator=(const pinned_buffer&) = delete;
-};
+  tessera::runtime rt(ro);
 
-// Runs factor() c.repeat times, prepare() untimed before each, the last run traced with --trace:
-// the median time and the last run's transfers.
-template <class Prepare, class Factor>
-result time_runs(const config& c, tessera::runtime& rt, const std::atomic<std::uint64_t>& done,
-                 std::uint64_t total, Prepare prepare, Factor factor) {
+  const int ld = std::max(1, c.m);
+  std::vector<T> a(std::size_t(c.m) * std::size_t(c.n));
+  qr::generate(c.spec, c.m, c.n, a.data(), ld);
+  // The factored copy: the blocked form works in place, in pinned memory for full-speed copies,
+  // or in device memory with --memory device; the tile form reads a itself.
+  const qr::memory where = c.memory == "device" ? qr::memory::device : qr::memory::host;
+  tessera::pinned_buffer pinned;
+  tessera::device_buffer on_device;
+  T* work = a.data();
+  if (where == qr::memory::device) {
+    on_device = rt.allocate_device(sizeof(T) * a.size());
+    work = on_device.get<T>();
+  } else if (res.choice.algo == qr::algorithm::blocked) {
+    pinned = rt.allocate_pinned(sizeof(T) * a.size());
+    work = pinned.get<T>();
+  }
+  const qr::matrix_ref<T> w{work, c.m, c.n, ld, where};
+  auto prepare = [&] {
+    if (work != a.data()) qr::copy<T>(qr::host(a.data(), c.m, c.n, ld), w);
+  };
+
+  std::optional<qr::factorization<T>> f;
   std::vector<double> seconds;
   tessera::transfer_stats before;
   {
-    progress_reporter reporter(done, total);
+    progress_reporter reporter(rt);
     for (int r = 0; r < c.repeat; ++r) {
+      f.reset();
       prepare();
       if (!c.trace.empty() && r + 1 == c.repeat) rt.enable_trace(true);
       before = rt.transfers();
       const auto t0 = std::chrono::steady_clock::now();
-      factor();
+      f.emplace(qr::factorize(rt, w, c.o));
       seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
   }
@@ -186,92 +164,19 @@ result time_runs(const config& c, tessera::runtime& rt, const std::atomic<std::u
     rt.enable_trace(false);
     write_trace(c, rt);
   }
-  result res;
-  res.transfers = since(before, rt.transfers());
+  const tessera::transfer_stats now = rt.transfers();
+  res.transfers = {now.h2d_bytes - before.h2d_bytes, now.d2h_bytes - before.d2h_bytes,
+                   now.h2d_copies - before.h2d_copies, now.d2h_copies - before.d2h_copies};
   res.seconds = median(seconds);
-  return res;
-}
-
-// The blocked QR on the GPU: A copied into a pinned column-major buffer outside the timing, then
-// factored in place (the copies to the device and back included in the time).
-template <class T>
-result run_blocked(const config& c) {
-  tessera::runtime rt(gpu_runtime_options(c));
-  const std::vector<T> a = random_matrix<T>(c.m, c.n, c.seed);
-  const std::size_t size = std::size_t(c.m) * std::size_t(c.n);
-  pinned_buffer<T> work(size), t(std::size_t(c.nb) * std::size_t(c.n));
-  tessera::qr::blocked_options options;
-  std::atomic<std::uint64_t> done{0};
-  options.nb = c.nb;
-  options.ib = c.ib;
-  options.bulk_columns = c.bulk_columns;
-  options.chunked_steps = c.chunked_steps;
-  options.lookahead = c.lookahead;
-  options.progress = &done;
-  const std::uint64_t total = tessera::qr::geqrt_gpu_task_count(c.m, c.n, options) * std::uint64_t(c.repeat);
-  result res = time_runs(
-      c, rt, done, total, [&] { std::copy_n(a.data(), size, work.data); },
-      [&] { tessera::qr::geqrt_gpu(rt, c.m, c.n, work.data, c.m, t.data, c.nb, options); });
-  if (c.check) res.residuals = tessera::qr::check_geqrt(c.m, c.n, c.nb, work.data, c.m, t.data, c.nb, a.data(), c.m);
-  return res;
-}
-
-// One path for every device: tiles in and factorization timed together (column-major in, like
-// LAPACK's GEQRF; the GPU's copies in and out included), tile storage allocated once outside the
-// timing (pinned when the GPU takes part).
-template <class T>
-result run(const config& c) {
-  const bool gpu = c.device != "cpu";
-  if (gpu && !tessera::qr::hybrid_available())
-    throw device_unavailable("--device " + c.device + ": no CUDA device here (or Tessera built without CUDA)");
-  if (c.algorithm == "blocked") return run_blocked<T>(c);
-  tessera::runtime rt(gpu ? gpu_runtime_options(c) : tessera::runtime_options{.workers = c.threads});
-  tessera::qr::qr_factors<T> f(rt, c.m, c.n, c.nb, c.ib,
-                               gpu && c.pinned ? tessera::qr::pinned_allocator() : tessera::qr::tile_allocator{});
-  const std::vector<T> a = random_matrix<T>(c.m, c.n, c.seed);
-  std::fill_n(f.a().data(), f.a().size(), T(0));             // first touch outside the timing
-
-  std::atomic<std::uint64_t> done{0};
-  tessera::qr::geqrf_options options;
-  options.progress = &done;
-  tessera::qr::hybrid_options hybrid;
-  hybrid.progress = &done;
-  hybrid.lookahead = c.lookahead;
-  hybrid.split_next = c.split_next;
-  hybrid.gpu_rows = c.gpu_rows;
-  const std::uint64_t total = (gpu ? tessera::qr::hybrid_task_count(f.mt(), f.nt(), hybrid)
-                                   : tessera::qr::geqrf_task_count(f.mt(), f.nt())) *
-                              std::uint64_t(c.repeat);
-
-  tessera::qr::blas_threads single(1);
-  result res = time_runs(c, rt, done, total, [] {}, [&] {
-    tessera::qr::to_tiles_async(rt, a.data(), c.m, f.a(), f.ha(), "A");
-    if (gpu) {
-      tessera::qr::geqrf_hybrid(rt, f, hybrid);
-    } else {
-      tessera::qr::geqrf_async(rt, f, options);
-      rt.wait_all();
-    }
-  });
-  if (c.check) res.residuals = tessera::qr::check_qr(rt, f, a.data(), c.m);
+  if (c.check) res.residuals = qr::check(*f, a.data(), ld);
   return res;
 }
 
 void print_text(const config& c, const result& r, double gflops) {
-  std::printf("tessera_qr: %d x %d, nb %d, ib %d, %s, device %s: ", c.m, c.n, c.nb, c.ib,
-              c.precision == "s" ? "single" : "double", c.device.c_str());
-  if (c.device == "cpu")
-    std::printf("running on the CPUs (%u threads)\n", c.threads);
-  else if (c.algorithm == "blocked")
-    std::printf("blocked QR, panels and updates on the GPU (%s), lookahead %d; %u CPU threads run the runtime\n",
-                tessera::qr::gpu_name().c_str(), c.lookahead, c.threads);
-  else
-    std::printf("running on %u CPU threads and the GPU (%s), lookahead %d\n", c.threads,
-                tessera::qr::gpu_name().c_str(), c.lookahead);
-  std::printf("  time      %.4f s (median of %d; tiles in + factorization)\n", r.seconds, c.repeat);
-  std::printf("  rate      %.2f GFLOP/s (LAWN 41: %.4g flops)\n", gflops,
-              tessera::qr::geqrf_flops(c.m, c.n));
-  if (c.device != "cpu")
+  std::printf("  time      %.4f s (median of %d; the factorization from column-major %s memory, transfers included)\n",
+              r.seconds, c.repeat, c.memory.c_str());
+  std::printf("  rate      %.2f GFLOP/s (LAWN 41: %.4g flops)\n", gflops, qr::geqrf_flops(c.m, c.n));
+  if (r.choice.on != qr::target::cpu)
     std::printf("  moved     %.3f GB host->device (%llu copies), %.3f GB device->host (%llu copies), last run\n",
                 double(r.transfers.h2d_bytes) * 1e-9, static_cast<unsigned long long>(r.transfers.h2d_copies),
                 double(r.transfers.d2h_bytes) * 1e-9, static_cast<unsigned long long>(r.transfers.d2h_copies));
@@ -282,6 +187,15 @@ void print_text(const config& c, const result& r, double gflops) {
   }
 }
 
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += ch;
+  }
+  return out + "\"";
+}
+
 void print_json(const config& c, const result& r, double gflops) {
   auto number = [](std::optional<double> x) {
     if (!x) return std::string("null");
@@ -290,111 +204,155 @@ void print_json(const config& c, const result& r, double gflops) {
     return std::string(buf);
   };
   const auto& res = r.residuals;
+  const qr::choice& ch = r.choice;
   std::printf(
       "{\"m\": %d, \"n\": %d, \"nb\": %d, \"ib\": %d, \"precision\": \"%s\", \"device\": \"%s\", "
-      "\"algorithm\": \"%s\", "
+      "\"algorithm\": \"%s\", \"memory\": \"%s\", \"matrix\": \"%s\", \"cond\": %s, \"scale\": %s, "
       "\"threads\": %u, \"lookahead\": %d, \"seconds\": %s, \"gflops\": %s, \"residual_qr\": %s, "
-      "\"residual_orth\": %s, \"passed\": %s, \"h2d_bytes\": %llu, \"d2h_bytes\": %llu}\n",
-      c.m, c.n, c.nb, c.ib, c.precision.c_str(), c.device.c_str(), c.algorithm.c_str(), c.threads, c.lookahead,
-      number(r.seconds).c_str(), number(gflops).c_str(),
-      number(res ? std::optional(res->qr) : std::nullopt).c_str(),
+      "\"residual_orth\": %s, \"passed\": %s, \"h2d_bytes\": %llu, \"d2h_bytes\": %llu, \"reason\": %s}\n",
+      c.m, c.n, ch.nb, ch.ib, c.precision.c_str(), qr::name(ch.on), qr::name(ch.algo), c.memory.c_str(),
+      c.matrix.c_str(), number(c.spec.cond).c_str(), number(c.spec.scale).c_str(), c.threads, ch.lookahead,
+      number(r.seconds).c_str(), number(gflops).c_str(), number(res ? std::optional(res->qr) : std::nullopt).c_str(),
       number(res ? std::optional(res->orth) : std::nullopt).c_str(),
       res ? (res->passed() ? "true" : "false") : "null", static_cast<unsigned long long>(r.transfers.h2d_bytes),
-      static_cast<unsigned long long>(r.transfers.d2h_bytes));
+      static_cast<unsigned long long>(r.transfers.d2h_bytes), json_string(ch.reason).c_str());
+}
+
+// CLI11's range messages read "Value 0 not in range 0.000000 to 1.79e308": say it plainly.
+CLI::Validator at_least(long long bound) {
+  return CLI::Validator(
+      [bound](std::string& s) -> std::string {
+        try {
+          std::size_t used = 0;
+          const long long v = std::stoll(s, &used);
+          if (used != s.size()) return "not an integer: " + s;
+          if (v < bound) return s + " is too small: must be at least " + std::to_string(bound);
+        } catch (const std::exception&) {
+          return "not an integer in range: " + s;
+        }
+        return {};
+      },
+      ">= " + std::to_string(bound));
+}
+
+CLI::Validator positive_real() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        try {
+          std::size_t used = 0;
+          const double v = std::stod(s, &used);
+          if (used != s.size()) return "not a number: " + s;
+          if (!(v > 0) || v == std::numeric_limits<double>::infinity()) return s + ": must be positive and finite";
+        } catch (const std::exception&) {
+          return "not a number in range: " + s;
+        }
+        return {};
+      },
+      "> 0");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   config c;
-  CLI::App app{"tessera_qr: tile QR factorization of a random matrix (LAWN 41 GFLOP/s)"};
+  CLI::App app{"tessera_qr: QR factorization of a test matrix (LAWN 41 GFLOP/s)"};
   app.option_defaults()->always_capture_default();
-  app.add_option("--m", c.m, "rows");
-  app.add_option("--n", c.n, "columns");
-  app.add_option("--nb", c.nb, "tile size, or panel width of the blocked QR (gpu/hybrid default: tuned per n)");
-  app.add_option("--ib", c.ib, "inner block size (divides nb)");
+  app.add_option("--m", c.m, "rows")->check(at_least(0));
+  app.add_option("--n", c.n, "columns")->check(at_least(0));
   app.add_option("--precision", c.precision, "s (float) or d (double)")->check(CLI::IsMember({"s", "d"}));
-  app.add_option("--device", c.device, "auto (hybrid with a GPU, else cpu), cpu, gpu (lookahead 1) or hybrid")
+  app.add_option("--device", c.device,
+                 "where the flops run: cpu (tile QR on the CPUs), gpu (blocked QR, every flop on the GPU), hybrid "
+                 "(tile QR, panels on the CPUs, updates on the GPU); auto: gpu when there is one and m >= n")
       ->check(CLI::IsMember({"auto", "cpu", "gpu", "hybrid"}));
-  app.add_option("--algorithm", c.algorithm,
-                 "auto (blocked on the GPU when m >= n, else tile), tile (the seed's tile QR; hybrid: panels on the "
-                 "CPUs) or blocked (gpu/hybrid: LAPACK-style blocked QR, panels on the GPU, LAPACK GEQRT output)")
+  app.add_option("--algorithm", c.algorithm, "tile or blocked; auto: blocked on the GPU, else tile")
       ->check(CLI::IsMember({"auto", "tile", "blocked"}));
-  app.add_option("--bulk-columns", c.bulk_columns,
-                 "blocked: column blocks per bulk update task in the first --chunked-steps steps (0: all)")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--chunked-steps", c.chunked_steps, "blocked: steps whose bulk update is split by --bulk-columns")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--threads", c.threads, "CPU workers (default: all cores)")->check(CLI::PositiveNumber);
+  app.add_option("--memory", c.memory, "where the input matrix lives: host or device")
+      ->check(CLI::IsMember({"host", "device"}));
+  std::vector<std::string> kinds;
+  for (qr::matrix_kind k : qr::all_matrix_kinds) kinds.emplace_back(qr::name(k));
+  app.add_option("--matrix", c.matrix, "test matrix: singular values by mode (xLATMS), or special")
+      ->check(CLI::IsMember(kinds));
+  app.add_option("--cond", c.spec.cond, "condition number of the spectrum modes, grading of graded")
+      ->check(positive_real());
+  app.add_option("--scale", c.spec.scale, "largest |a_ij| (anywhere in the precision's range)")->check(positive_real());
+  app.add_option("--seed", c.spec.seed, "random seed of the matrix");
+  app.add_option("--nb", c.o.nb, "tile size, or panel width of the blocked QR (0: measured default)")
+      ->check(at_least(0));
+  app.add_option("--ib", c.o.ib, "inner block size (tile: divides nb; blocked: <= 32; 0: default)")
+      ->check(at_least(0));
+  app.add_option("--lookahead", c.o.lookahead,
+                 "hybrid: tile columns the CPUs update ahead of the GPU; gpu: column blocks updated ahead of the bulk "
+                 "(>= 1); -1: measured default")
+      ->check(at_least(-1));
+  app.add_option("--threads", c.threads, "CPU workers (default: all cores)")->check(at_least(1));
   app.add_flag("--check", c.check, "compute ||A - QR|| and ||I - Q^T Q|| (threshold 60)");
   app.add_option("--trace", c.trace, "write a trace of the last run: FILE.json, .dot or .svg");
-  app.add_option("--seed", c.seed, "random seed of the matrix");
-  app.add_option("--repeat", c.repeat, "runs; the median time is reported")->check(CLI::PositiveNumber);
+  app.add_option("--repeat", c.repeat, "runs; the median time is reported")->check(at_least(1));
   app.add_flag("--json", c.json, "print one JSON object instead of text");
-  app.add_flag("!--no-pinned", c.pinned, "gpu/hybrid: tiles in pageable memory (for comparison)");
-  app.add_flag("!--no-split-next", c.split_next,
-               "gpu/hybrid: update the GPU column the CPUs take next together with the rest (for comparison)");
-  app.add_option("--gpu-rows", c.gpu_rows, "gpu/hybrid: TSQRT rows per GPU task of the bulk update")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--gpu-streams", c.gpu_streams, "gpu/hybrid: GPU streams for the update")->check(CLI::PositiveNumber);
-  app.add_option("--stream-depth", c.stream_depth, "gpu/hybrid: GPU tasks in flight per stream (0: no limit)")
-      ->check(CLI::NonNegativeNumber);
-  app.add_flag("!--no-urgent-stream", c.urgent_stream,
-               "gpu/hybrid: no stream of its own for the GPU tasks on the CPUs' path (for comparison)");
-  app.add_option("--urgent-sms", c.urgent_sms, "gpu/hybrid: SMs reserved for the urgent stream (0: none)");
-  app.add_option("--lookahead", c.lookahead,
-                 "hybrid: tile columns the CPUs update ahead of the GPU (tile), or column blocks updated ahead of "
-                 "the bulk (blocked, >= 1); default: tuned")
-      ->check(CLI::NonNegativeNumber);
+  app.add_option("--bulk-columns", c.o.bulk_columns,
+                 "gpu: column blocks per bulk update task in the first --chunked-steps steps (0: all)")
+      ->check(at_least(0));
+  app.add_option("--chunked-steps", c.o.chunked_steps, "gpu: steps whose bulk update is split by --bulk-columns")
+      ->check(at_least(0));
+  app.add_option("--gpu-rows", c.o.gpu_rows, "hybrid: TSQRT rows per GPU task of the bulk update")->check(at_least(1));
+  app.add_option("--gpu-streams", c.gpu_streams, "GPU streams")->check(at_least(1));
+  app.add_option("--stream-depth", c.stream_depth, "GPU tasks in flight per stream (0: no limit)")->check(at_least(0));
+  app.add_flag("!--no-urgent-stream", c.urgent_stream, "no stream of its own for the critical path (for comparison)");
+  app.add_option("--urgent-sms", c.urgent_sms, "SMs reserved for the urgent stream (0: none)")->check(at_least(0));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
+  if (app.count("--bulk-columns") == 0) c.o.bulk_columns = -1;
+  if (app.count("--chunked-steps") == 0) c.o.chunked_steps = -1;
+  c.o.on = c.device == "cpu"      ? qr::target::cpu
+           : c.device == "gpu"    ? qr::target::gpu
+           : c.device == "hybrid" ? qr::target::hybrid
+                                  : qr::target::automatic;
+  c.o.algo = c.algorithm == "tile" ? qr::algorithm::tile
+             : c.algorithm == "blocked" ? qr::algorithm::blocked
+                                        : qr::algorithm::automatic;
+  c.o.threads = c.threads;
+  c.spec.kind = *qr::parse_matrix_kind(c.matrix);
 
-  c.lookahead_given = app.count("--lookahead") > 0;
-  const bool nb_given = app.count("--nb") > 0;
-  if (c.device == "auto") {
-    // The blocked QR runs on the GPU alone: without one, say so rather than fall back to the CPUs.
-    if (c.algorithm == "blocked") c.device = tessera::qr::hybrid_available() ? "hybrid" : "gpu";
-    else c.device = tessera::qr::hybrid_available() ? "hybrid" : "cpu";
-    if (c.device == "cpu" && !c.json)
-      std::printf("tessera_qr: no CUDA device: running on the CPUs\n");
-  }
-  // The blocked QR needs m >= n; wider matrices take the tile QR on any device.
-  if (c.algorithm == "auto") c.algorithm = c.device == "cpu" || c.m < c.n ? "tile" : "blocked";
-  if (c.algorithm == "blocked" && c.device == "cpu") {
-    std::fprintf(stderr, "tessera_qr: error: --algorithm blocked runs on the GPU: use --device gpu or hybrid\n");
-    return 2;
-  }
-  const bool blocked = c.algorithm == "blocked";
-  if (blocked && c.lookahead_given && c.lookahead < 1) {
-    std::fprintf(stderr, "tessera_qr: error: --lookahead %d: the blocked QR needs at least 1\n", c.lookahead);
-    return 2;
-  }
-  if (blocked && c.nb < 1) {  // geqrt_gpu would read 0 as "the default"
-    std::fprintf(stderr, "tessera_qr: error: --nb: nb = %d: must be at least 1\n", c.nb);
-    return 2;
-  }
-  if (c.device != "cpu" && !nb_given)
-    c.nb = blocked ? tessera::qr::default_blocked_nb(c.n) : tessera::qr::default_gpu_tile_size(c.n);
-  if (c.device == "gpu") c.lookahead = 1;  // the seed's "GPU-only": the CPUs keep only the next panel
-  else if (c.device == "hybrid" && !c.lookahead_given)
-    c.lookahead = blocked ? tessera::qr::default_blocked_lookahead(c.n)
-                          : tessera::qr::default_lookahead((c.n + c.nb - 1) / std::max(c.nb, 1));
   try {
     if (!c.trace.empty()) {
       const auto dot = c.trace.rfind('.');
       const std::string ext = dot == std::string::npos ? "" : c.trace.substr(dot);
       if (ext != ".json" && ext != ".dot" && ext != ".svg")
         throw std::invalid_argument("--trace " + c.trace + ": the file must end in .json, .dot or .svg");
+      // Fail now, not after the whole factorization, when the file cannot be written.
+      if (!std::ofstream(c.trace)) throw std::invalid_argument("--trace " + c.trace + ": cannot write to this file");
+    }
+    if (c.memory == "device" && !qr::gpu_available())
+      throw std::invalid_argument("--memory device: no CUDA device here (or Tessera built without CUDA)");
+    qr::choice ch;
+    try {
+      ch = qr::choose(c.m, c.n, c.o);
+    } catch (const std::invalid_argument& e) {  // name the command line's arguments too
+      throw std::invalid_argument("--device " + c.device + " --algorithm " + c.algorithm + ": " + e.what());
+    }
+    if (!c.json) {
+      if (!qr::gpu_available()) std::printf("tessera_qr: no CUDA device: running on the CPUs\n");
+      std::printf("tessera_qr: %d x %d %s, %s matrix, nb %d, ib %d: %s", c.m, c.n,
+                  c.precision == "s" ? "single" : "double", c.matrix.c_str(), ch.nb, ch.ib, ch.reason.c_str());
+      if (ch.on == qr::target::cpu) std::printf(" (%u CPU threads)\n", c.threads);
+      else std::printf(" (%s; %u CPU threads, lookahead %d)\n", qr::gpu_name().c_str(), c.threads, ch.lookahead);
+      std::fflush(stdout);
     }
     const result r = c.precision == "s" ? run<float>(c) : run<double>(c);
-    const double gflops = tessera::qr::geqrf_flops(c.m, c.n) / r.seconds * 1e-9;
+    const double gflops = r.seconds > 0 ? qr::geqrf_flops(c.m, c.n) / r.seconds * 1e-9 : 0;
     if (c.json) print_json(c, r, gflops);
     else print_text(c, r, gflops);
     return r.residuals && !r.residuals->passed() ? 1 : 0;
+  } catch (const qr::resource_error& e) {
+    std::fprintf(stderr, "tessera_qr: error: %s\n", e.what());
+    return 3;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "tessera_qr: error: out of host memory (an allocation failed)\n");
+    return 3;
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "tessera_qr: error: %s\n", e.what());
     return 2;

@@ -12,6 +12,10 @@ namespace tessera::kernels {
 std::size_t gpu_larfb_workspace_size(int m, int n, int k);
 
 // C (m x n, ldc) := Q^T C; V: m x k (ldv >= m), k <= m; Tf: k x k upper triangular (ldt >= k).
+// op = CUBLAS_OP_N: C := Q C instead (W = T W in the middle).
+template <class T>
+void gpu_larfb(cublasOperation_t op, int m, int n, int k, const T* V, int ldv, const T* Tf, int ldt, T* C,
+               int ldc, T* work, std::size_t lwork, cublasHandle_t handle);
 template <class T>
 void gpu_larfb(int m, int n, int k, const T* V, int ldv, const T* Tf, int ldt, T* C, int ldc,
                T* work, std::size_t lwork, cublasHandle_t handle);

@@ -16,7 +16,15 @@ struct qr_residuals {
 template <class T>
 qr_residuals check_qr(runtime& rt, const qr_factors<T>& f, const T* a, int lda);
 
-// The same residuals for a factorization in LAPACK GEQRT form (geqrt_gpu: qr and t as it leaves
+template <class T>
+class factorization;
+
+// The same residuals for any factorization of the front door (either form, either memory): Q
+// formed thin and R copied out to the host through it, a (m x n, lda) the original in host memory.
+template <class T>
+qr_residuals check(factorization<T>& f, const T* a, int lda);
+
+// The same residuals for a factorization in LAPACK GEQRT form (blocked_qr_gpu: qr and t as it leaves
 // them, panel width nb), the thin Q formed with LAPACK's GEMQRT, against the original a (m x n).
 template <class T>
 qr_residuals check_geqrt(int m, int n, int nb, const T* qr, int ldqr, const T* t, int ldt, const T* a,

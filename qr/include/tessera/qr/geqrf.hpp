@@ -2,9 +2,6 @@
 // Tile QR (PLASMA's flat tree, inner blocking): A = QR by GEQRT on the diagonal tile, TSQRT down
 // the panel, ORMQR across the top row and TSMQR on the trailing tiles, each a task whose accesses
 // say which tiles it touches; the runtime finds the parallelism.
-#include <atomic>
-#include <cstdint>
-
 #include "tessera/qr/tile_matrix.hpp"
 #include "tessera/sched/runtime.hpp"
 
@@ -13,12 +10,8 @@ namespace tessera::qr {
 struct geqrf_options {
   // GEQRT leaves V and R in one tile: ORMQRs read V while TSQRTs update R, a false WAR hazard that
   // would hold the panel until the row updates finish. A copy of V in a tile of its own lets both
-  // run at once (one tile copy per step). Measured on 2 cores: the traced critical path of n = 4096,
-  // nb = 256 drops 15% (0.178 -> 0.150 s; 2048/128: 17%); the run time is within noise there, the
-  // shorter panel chain is for machines with more workers than the panel can keep busy.
+  // run at once, for one tile copy per step (the panel chain's gain: docs/architecture.md).
   bool split_diagonal = true;
-  // Incremented once per finished task (progress reports); may be null. Must outlive the tasks.
-  std::atomic<std::uint64_t>* progress = nullptr;
 };
 
 template <class T>
@@ -77,7 +70,7 @@ template <class T>
 qr_factors<T> geqrf(runtime& rt, int m, int n, const T* a, int lda, int nb, int ib,
                     const geqrf_options& options = {});
 
-// Number of tasks geqrf_async inserts for mt x nt tiles (for progress reports).
-std::uint64_t geqrf_task_count(int mt, int nt);
+// Tile size of the tile QR on the CPUs when none is given: 256 (docs/architecture.md).
+int default_cpu_tile_size(int n) noexcept;
 
 }  // namespace tessera::qr

@@ -6,11 +6,10 @@
 // The runtime moves tiles between host and device: the matrix goes to the device as it is first
 // needed, then only the moving boundary travels (panel and T column in, the columns that pass to
 // the CPUs and the finished rows of R out).
-#include <atomic>
-#include <cstdint>
 #include <string>
 
 #include "tessera/qr/geqrf.hpp"
+#include "tessera/qr/gpu.hpp"
 #include "tessera/qr/tile_matrix.hpp"
 #include "tessera/sched/runtime.hpp"
 
@@ -26,47 +25,20 @@ struct hybrid_options {
   int gpu_rows = 2;          // with row_pipelined and split_next: TSQRT rows per GPU task of the
                              // bulk update (the column the CPUs take next stays one per row), so
                              // that its GEMMs run batched (kernels::gpu_sssmqr)
-  std::atomic<std::uint64_t>* progress = nullptr;  // ticks once per task, as geqrf_options
 };
-
-// Priority of the GPU tasks on the CPUs' path (the tile column the CPUs take at the next step);
-// the GPU's bulk updates have priority 1. A runtime whose gpu_urgent_priority is at most this
-// gives them a stream of their own (hybrid_runtime_options does).
-inline constexpr int hybrid_urgent_priority = 1 << 20;
-
-// Runtime options geqrf_hybrid was tuned with (docs/results/history.md, "GPU and hybrid"):
-// `workers` CPU workers (0: all cores), three GPU streams with at most two tasks in flight each (three were 3-5% faster than two
-// at n = 8192, 16384 and 32768), and an urgent stream.
-runtime_options hybrid_runtime_options(unsigned workers = 0);
-
-// True when Tessera was built with CUDA and a CUDA device is present.
-bool hybrid_available() noexcept;
-
-// Pinned host memory for the tiles of a matrix that will travel to the GPU (qr_factors' allocator).
-// Without CUDA it is the default allocator.
-tile_allocator pinned_allocator() noexcept;
 
 // Factors f (made with rt) on the CPUs and the GPU of rt (runtime_options::gpu_streams > 0), waits,
 // and leaves the result on the host. The device matrix lives for the call only.
 template <class T>
 void geqrf_hybrid(runtime& rt, qr_factors<T>& f, const hybrid_options& options = {});
 
-// Number of tasks geqrf_hybrid inserts (progress reports).
-std::uint64_t hybrid_task_count(int mt, int nt, const hybrid_options& options);
-
-// The GPU's name, or "" without one.
-std::string gpu_name();
-
-// Tile size for the GPU modes when none is given, measured on an H200 with 16 cores
-// (docs/results/history.md, lookahead 0, medians of 3): 192 below n = 8192 (not re-measured since
-// lookahead 0), 256 from 8192 (0.149 s against 0.165 at nb 192; at 16384 0.49 s against 0.78, 320
-// no faster), 384 from 32768 (2.54 s against 2.73 at 256): larger tiles make the GPU's GEMMs
-// (inner dimension nb) faster while the CPUs, now only factoring panels, keep up.
+// Tile size of the tile hybrid when none is given: 192 below n = 8192, 256 from there, 384 from
+// 32768, measured (docs/architecture.md): larger tiles speed the GPU's GEMMs (inner dimension nb)
+// while the CPUs, only factoring panels, keep up.
 int default_gpu_tile_size(int n) noexcept;
 
-// Lookahead chosen when none is given (nt: tile columns), measured on the GPU machine
-// (docs/results/history.md, "GPU and hybrid"): 0, the CPUs factor the panels and the GPU does
-// every update.
+// Lookahead of the tile hybrid when none is given (nt: tile columns): 0, measured fastest: the
+// CPUs factor the panels and the GPU does every update (docs/architecture.md).
 int default_lookahead(int nt) noexcept;
 
 }  // namespace tessera::qr

@@ -1,0 +1,247 @@
+#include "tessera/qr/blocked_qr_gpu.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "detail.hpp"
+#include "tessera/qr/gpu.hpp"
+
+#if TESSERA_QR_CUDA
+#include <cuda_runtime.h>
+
+#include "tessera/kernels_gpu.hpp"
+#include "tessera/sched/memory.hpp"
+#include "tessera/sched/cuda.hpp"
+#endif
+
+namespace tessera::qr {
+
+// Measured on an H100 (docs/architecture.md): 512 against 384 and 448 at n = 32768 with the
+// CholeskyQR2 panels; smaller matrices want narrower panels.
+int default_blocked_nb(int n) noexcept { return n >= 32768 ? 512 : n >= 16384 ? 384 : n >= 4096 ? 256 : 128; }
+
+// Measured on an H100 (docs/architecture.md): lookahead 3 is 1-4% faster than 1 from n = 16384 and
+// 2-3% slower below.
+int default_blocked_lookahead(int n) noexcept { return n >= 16384 ? 3 : 1; }
+
+namespace {
+int panel_width(int n, const blocked_options& o) { return o.nb > 0 ? o.nb : default_blocked_nb(n); }
+int lookahead_of(int n, const blocked_options& o) { return o.lookahead > 0 ? o.lookahead : default_blocked_lookahead(n); }
+// Column blocks per bulk update task at step k.
+int bulk_width(int k, int nt, const blocked_options& o) {
+  return o.bulk_columns > 0 && k < o.chunked_steps ? o.bulk_columns : nt;
+}
+}  // namespace
+
+#if TESSERA_QR_CUDA
+
+namespace {
+
+constexpr const char* func = "blocked_qr_gpu";
+// All three go to the urgent stream; among its queued tasks the panel chain goes first.
+constexpr int panel_priority = urgent_priority + 1, ahead_priority = urgent_priority, bulk_priority = 1;
+
+// The device matrix and T, one handle per column block and per T block, the task insertion. With
+// a host matrix the device copies live in buffers of this class and the runtime moves the column
+// blocks; with a device matrix the handles name the caller's memory and nothing moves.
+template <class T>
+class blocked_qr {
+ public:
+  blocked_qr(runtime& rt, int m, int n, T* a, int lda, T* t, int ldt, int nb, int ib, bool on_device)
+      : _rt(rt), _m(m), _n(n), _nb(nb), _ib(ib), _nt((n + nb - 1) / nb), _on_device(on_device) {
+    if (on_device) {
+      _da = a;
+      _ldda = lda;
+      _dt = t;
+      _lddt = ldt;
+    } else {
+      _a_dev = rt.allocate_device(sizeof(T) * std::size_t(m) * n);
+      _t_dev = rt.allocate_device(sizeof(T) * std::size_t(nb) * n);
+      _da = _a_dev.get<T>();
+      _ldda = m;
+      _dt = _t_dev.get<T>();
+      _lddt = nb;
+    }
+    for (int j = 0; j < _nt; ++j) {
+      const int w = width(j);
+      if (on_device) {
+        _col.push_back(rt.register_device_data(column(j), sizeof(T) * std::size_t(m), w, sizeof(T) * std::size_t(lda)));
+        _t.push_back(rt.register_device_data(t_block(j), sizeof(T) * std::size_t(w), w, sizeof(T) * std::size_t(ldt)));
+      } else {
+        _col.push_back(rt.register_data(a + std::size_t(j) * nb * lda, sizeof(T) * std::size_t(m), w,
+                                        sizeof(T) * std::size_t(lda)));
+        rt.place_on_device(_col.back(), column(j), sizeof(T) * std::size_t(_ldda));
+        _t.push_back(rt.register_data(t + std::size_t(j) * nb * ldt, sizeof(T) * std::size_t(w), w,
+                                      sizeof(T) * std::size_t(ldt)));
+        rt.place_on_device(_t.back(), t_block(j), sizeof(T) * std::size_t(_lddt));
+      }
+    }
+    _checked = rt.register_key(reinterpret_cast<std::uintptr_t>(this));
+    _counts = rt.allocate_pinned(sizeof(unsigned) * std::size_t(_nt));
+    std::fill_n(_counts.get<unsigned>(), _nt, 0u);
+  }
+
+  // Waits for every task (also when insertion or the run failed), then drops the device copies.
+  ~blocked_qr() {
+    try {
+      _rt.wait_all();
+    } catch (...) {  // already reported, or the exception in flight is the one that matters
+    }
+    if (!_on_device)
+      for (int j = 0; j < _nt; ++j) {
+        _rt.release_device(_col[j]);
+        _rt.release_device(_t[j]);
+      }
+  }
+
+  // Every column block checked for NaN and Inf on the GPU, then judged on the CPUs. A host matrix
+  // is checked as it arrives (a pass over host memory on the CPUs took seconds at n = 32768) and no
+  // column block goes home before every check passed, so the message can name the first bad entry
+  // from the untouched host copy. A device matrix is factored in place, so its checks must all
+  // pass before any task writes to it: wait_for_checks() is then called before the panels.
+  void check_finite(const T* a, int lda) {
+    for (int j = 0; j < _nt; ++j) {
+      unsigned* count = _counts.get<unsigned>() + j;
+      const handle verdict = _rt.register_key(reinterpret_cast<std::uintptr_t>(count));
+      _rt.task([=, this](task_context& ctx) {
+           kernels::gpu_count_non_finite(_m, width(j), column(j), _ldda, count, stream_of(ctx));
+         })
+          .on(device::gpu)
+          .read(_col[j])
+          .write(verdict)
+          .label("gpu_check")
+          .color(detail::color_copy)
+          .submit();
+      const bool on_device = _on_device;
+      _rt.task([=, this] {
+           if (*count == 0) return;
+           if (!on_device)
+             detail::require_finite_block("A", _m, width(j), a + std::size_t(j) * _nb * lda, lda, 0, j * _nb);
+           detail::invalid(func, "A has " + std::to_string(*count) + " NaN or Inf entries in columns " +
+                                     std::to_string(j * _nb) + " to " + std::to_string(j * _nb + width(j) - 1) +
+                                     ": the input matrix must be finite");
+         })
+          .read(verdict)
+          .accumulate(_checked)
+          .label("verdict")
+          .color(detail::color_copy)
+          .submit();
+    }
+  }
+
+  void panel(int k) {
+    const int rows = _m - k * _nb, w = width(k), ib = std::min(_ib, w);
+    T* a = column(k) + std::size_t(k) * _nb;
+    T* tk = t_block(k);
+    const int ldda = _ldda, lddt = _lddt;
+    const std::size_t lwork = kernels::gpu_geqrt_workspace_size(rows, w, ib);
+    _rt.task([=](task_context& ctx) {
+         kernels::gpu_geqrt(rows, w, ib, a, ldda, tk, lddt, static_cast<T*>(ctx.scratch(0)), lwork, blas_of(ctx));
+       })
+        .on(device::gpu)
+        .read_write(_col[k])
+        .write(_t[k])
+        .scratch(sizeof(T) * lwork)
+        .priority(panel_priority)
+        .label("gpu_geqrt")
+        .color(detail::color_geqrt)
+        .submit();
+  }
+
+  // Q_k^T applied to column blocks [j0, j1), rows k*nb.. : one task inheriting each block's hazards.
+  void update(int k, int j0, int j1, int priority) {
+    const int rows = _m - k * _nb, w = width(k), cols = std::min(_n, j1 * _nb) - j0 * _nb;
+    const T* v = column(k) + std::size_t(k) * _nb;
+    const T* tk = t_block(k);
+    T* c = column(j0) + std::size_t(k) * _nb;
+    const int ldda = _ldda, lddt = _lddt;
+    const std::size_t lwork = kernels::gpu_larfb_workspace_size(rows, cols, w);
+    auto b = _rt.task([=](task_context& ctx) {
+      kernels::gpu_larfb(rows, cols, w, v, ldda, tk, lddt, c, ldda, static_cast<T*>(ctx.scratch(0)), lwork,
+                         blas_of(ctx));
+    });
+    b.on(device::gpu).read(_col[k]).read(_t[k]);
+    for (int j = j0; j < j1; ++j) b.read_write(_col[j]);
+    b.scratch(sizeof(T) * lwork).priority(priority).label("gpu_larfb").color(detail::color_tsmqr).submit();
+  }
+
+  // Column block k and T_k are final: home while the factorization goes on, once A is known finite.
+  void fetch(int k) {
+    if (_on_device) return;
+    for (handle h : {_col[k], _t[k]})
+      _rt.task([] {}).read(h).read(_checked).label("fetch").color(detail::color_copy).submit();
+  }
+
+  int tiles() const { return _nt; }
+
+ private:
+  int width(int j) const { return std::min(_nb, _n - j * _nb); }
+  T* column(int j) const { return _da + std::size_t(j) * _nb * _ldda; }
+  T* t_block(int j) const { return _dt + std::size_t(j) * _nb * _lddt; }
+
+  runtime& _rt;
+  int _m, _n, _nb, _ib, _nt;
+  bool _on_device;
+  device_buffer _a_dev, _t_dev;  // the device copies of a host matrix
+  T* _da = nullptr;  // m x n, leading dimension _ldda
+  T* _dt = nullptr;  // nb x n, leading dimension _lddt
+  int _ldda = 0, _lddt = 0;
+  pinned_buffer _counts;  // non-finite entries per column block
+  std::vector<handle> _col, _t;
+  handle _checked;
+};
+
+}  // namespace
+
+template <class T>
+void blocked_qr_gpu(runtime& rt, int m, int n, T* a, int lda, T* t, int ldt, const blocked_options& options) {
+  if (!rt.has_gpu()) detail::invalid(func, "the runtime has no GPU (runtime_options::gpu_streams)");
+  detail::require_at_least(func, "n", n, 0);
+  detail::require_at_least(func, "m", m, n, "n");
+  const int nb = panel_width(n, options);
+  detail::require_at_least(func, "nb", nb, 1);
+  detail::require_at_least(func, "ib", options.ib, 1);
+  if (options.ib > kernels::gpu_geqrt_max_ib)
+    detail::invalid(func, "ib = " + std::to_string(options.ib) + ": must be <= " +
+                              std::to_string(kernels::gpu_geqrt_max_ib));
+  detail::require_at_least(func, "lookahead", options.lookahead, 0);
+  detail::require_at_least(func, "bulk_columns", options.bulk_columns, 0);
+  detail::require_at_least(func, "chunked_steps", options.chunked_steps, 0);
+  detail::require_at_least(func, "lda", lda, std::max(1, m), "max(1, m)");
+  detail::require_at_least(func, "ldt", ldt, std::max(1, std::min(nb, n)), "max(1, min(nb, n))");
+  if (n == 0) return;
+  if (!a) detail::invalid(func, "A is null");
+  if (!t) detail::invalid(func, "T is null");
+
+  blocked_qr<T> qr(rt, m, n, a, lda, t, ldt, std::min(nb, n), options.ib, options.device_matrix);
+  const int nt = qr.tiles(), ahead = lookahead_of(n, options);
+  qr.check_finite(a, lda);
+  if (options.device_matrix) rt.wait_all();  // in place: nothing is written before A is known finite
+  for (int k = 0; k < nt; ++k) {
+    qr.panel(k);
+    qr.fetch(k);
+    // Lookahead: the next panel's column first, then the next ahead - 1, on the urgent stream;
+    // then the rest in bulk.
+    for (int j = k + 1; j < std::min(nt, k + 1 + ahead); ++j)
+      qr.update(k, j, j + 1, j == k + 1 ? panel_priority : ahead_priority);
+    const int width = bulk_width(k, nt, options);
+    for (int j = k + 1 + ahead; j < nt; j += width) qr.update(k, j, std::min(nt, j + width), bulk_priority);
+  }
+  rt.wait_all();  // errors surface here; the device memory goes after
+}
+
+#else  // built without CUDA
+
+template <class T>
+void blocked_qr_gpu(runtime&, int, int, T*, int, T*, int, const blocked_options&) {
+  throw std::invalid_argument("tessera::qr::blocked_qr_gpu: Tessera was built without CUDA");
+}
+
+#endif
+
+template void blocked_qr_gpu<float>(runtime&, int, int, float*, int, float*, int, const blocked_options&);
+template void blocked_qr_gpu<double>(runtime&, int, int, double*, int, double*, int, const blocked_options&);
+
+}  // namespace tessera::qr

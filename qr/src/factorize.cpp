@@ -1,0 +1,289 @@
+// The front door: argument checks, the choice, the factorization object and its operations for
+// both forms and both memories. The algorithms themselves are the expert functions (geqrf,
+// geqrf_hybrid, blocked_qr_gpu, unmqr, ungqr, gels_solve_async).
+#include "tessera/qr/factorize.hpp"
+
+#include <algorithm>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "detail.hpp"
+#include "factorize_gpu.hpp"
+#include "memory.hpp"
+#include "tessera/kernels_cpu/blas.hpp"
+#include "tessera/qr/blas_threads.hpp"
+#include "tessera/qr/blocked_qr_gpu.hpp"
+#include "tessera/qr/gels.hpp"
+#include "tessera/qr/geqrf_hybrid.hpp"
+#include "tessera/qr/gpu.hpp"
+#include "tessera/qr/layout.hpp"
+#include "tessera/qr/unmqr.hpp"
+#include "tessera/sched/memory.hpp"
+
+namespace tessera::qr {
+
+namespace detail {
+choice choose(int m, int n, const options& o, bool gpu);
+}  // namespace detail
+
+template <class T>
+struct factorization<T>::state {
+  std::unique_ptr<runtime> own;  // first: goes last, after the handles registered on it
+  runtime* rt = nullptr;
+  struct choice how;
+  int m = 0, n = 0;
+  memory where = memory::host;
+  std::optional<qr_factors<T>> tiles;  // the tile form
+  T* a = nullptr;                      // the blocked form: R and V in the caller's A
+  int lda = 1;
+  pinned_buffer t_host;  // its T, in A's memory
+  device_buffer t_device;
+  T* t = nullptr;
+  int nbe = 1;  // panel width actually used: min(nb, n)
+};
+
+namespace {
+
+// "<func>: <name>.ld = 3: must be >= max(1, m) (= 10)": the caller's argument named.
+template <class T>
+void require_matrix(const char* func, const char* name, matrix_ref<T> x) {
+  const std::string arg(name);
+  detail::require_at_least(func, (arg + ".m").c_str(), x.m, 0);
+  detail::require_at_least(func, (arg + ".n").c_str(), x.n, 0);
+  detail::require_at_least(func, (arg + ".ld").c_str(), x.ld, std::max(1, x.m), "max(1, m)");
+  if (!x.data && x.m > 0 && x.n > 0) detail::invalid(func, arg + " is null");
+  if (x.where == memory::device && !gpu_available())
+    detail::invalid(func, arg + " is in device memory, but there is no CUDA device (or Tessera was built without CUDA)");
+}
+
+template <class T>
+void require_rows(const char* func, const char* name, matrix_ref<T> x, int rows, const char* rows_text) {
+  require_matrix(func, name, x);
+  if (x.m != rows)
+    detail::invalid(func, std::string(name) + ".m = " + std::to_string(x.m) + ": must be " + rows_text + " (= " +
+                              std::to_string(rows) + ")");
+}
+
+}  // namespace
+
+template <class T>
+factorization<T>::factorization(std::unique_ptr<state> s) noexcept : _s(std::move(s)) {}
+template <class T>
+factorization<T>::factorization(factorization&&) noexcept = default;
+template <class T>
+factorization<T>& factorization<T>::operator=(factorization&&) noexcept = default;
+template <class T>
+factorization<T>::~factorization() = default;
+
+template <class T>
+int factorization<T>::m() const noexcept { return _s->m; }
+template <class T>
+int factorization<T>::n() const noexcept { return _s->n; }
+template <class T>
+const choice& factorization<T>::choice() const noexcept { return _s->how; }
+template <class T>
+bool factorization<T>::blocked() const noexcept { return _s->how.algo == algorithm::blocked; }
+template <class T>
+memory factorization<T>::where() const noexcept { return _s->where; }
+template <class T>
+const qr_factors<T>* factorization<T>::tiles() const noexcept { return _s->tiles ? &*_s->tiles : nullptr; }
+template <class T>
+const T* factorization<T>::geqrt_a() const noexcept { return _s->a; }
+template <class T>
+int factorization<T>::geqrt_lda() const noexcept { return _s->lda; }
+template <class T>
+const T* factorization<T>::geqrt_t() const noexcept { return _s->t; }
+template <class T>
+runtime& factorization<T>::owner() const noexcept { return *_s->rt; }
+
+template <class T>
+void factorization<T>::apply_q(trans op, matrix_ref<T> c) {
+  constexpr const char* func = "factorization::apply_q";
+  state& s = *_s;
+  require_rows(func, "C", c, s.m, "m");
+  const int k = std::min(s.m, s.n);
+  if (c.n == 0 || k == 0) return;
+  if (s.tiles) {
+    detail::staged<T> h(*s.rt, c, memory::host, true);
+    unmqr(*s.rt, op, *s.tiles, c.n, h.view().data, h.view().ld);
+    h.finish();
+  } else if (s.where == memory::host) {
+    detail::staged<T> h(*s.rt, c, memory::host, true);
+    std::vector<T> work(std::size_t(s.nbe) * std::size_t(c.n));
+    const int info = blas::gemqrt('L', op == trans::trans ? 'T' : 'N', s.m, c.n, k, s.nbe, s.a, s.lda, s.t, s.nbe,
+                                  h.view().data, h.view().ld, work.data());
+    if (info != 0) detail::invalid(func, "LAPACK GEMQRT rejected argument " + std::to_string(-info));
+    h.finish();
+  } else {
+    detail::staged<T> d(*s.rt, c, memory::device, true);
+    detail::apply_q_device(*s.rt, op, s.m, k, s.nbe, s.a, s.lda, s.t, s.nbe, d.view());
+    d.finish();
+  }
+}
+
+template <class T>
+void factorization<T>::form_q(q_shape shape, matrix_ref<T> q) {
+  constexpr const char* func = "factorization::form_q";
+  const int cols = shape == q_shape::full ? _s->m : std::min(_s->m, _s->n);
+  require_rows(func, "Q", q, _s->m, "m");
+  if (q.n != cols)
+    detail::invalid(func, std::string("Q.n = ") + std::to_string(q.n) + ": must be " +
+                              (shape == q_shape::full ? "m" : "min(m, n)") + " (= " + std::to_string(cols) + ")");
+  if (_s->tiles && q.where == memory::host) {
+    ungqr(*_s->rt, *_s->tiles, shape, q.data, q.ld);  // skips the tiles known to stay zero
+    return;
+  }
+  detail::set_identity(q);
+  apply_q(trans::no_trans, q);
+}
+
+template <class T>
+void factorization<T>::copy_r(matrix_ref<T> r) {
+  constexpr const char* func = "factorization::copy_r";
+  state& s = *_s;
+  const int k = std::min(s.m, s.n);
+  require_rows(func, "R", r, k, "min(m, n)");
+  if (r.n != s.n)
+    detail::invalid(func, "R.n = " + std::to_string(r.n) + ": must be n (= " + std::to_string(s.n) + ")");
+  if (k == 0 || s.n == 0) return;
+  if (s.tiles) {
+    detail::staged<T> h(*s.rt, r, memory::host, false);
+    const matrix_ref<T> v = h.view();
+    for (int c = 0; c < s.n; ++c)
+      for (int i = 0; i < k; ++i) v.data[i + std::size_t(c) * v.ld] = i <= c ? (*s.tiles).a()(i, c) : T(0);
+    h.finish();
+  } else {
+    detail::copy_matrix(k, s.n, s.a, s.lda, s.where, r.data, r.ld, r.where);
+    detail::zero_below_diagonal(r);
+  }
+}
+
+template <class T>
+void factorization<T>::solve(matrix_ref<T> b) {
+  constexpr const char* func = "factorization::solve";
+  state& s = *_s;
+  require_rows(func, "B", b, s.m, "m");
+  if (s.m < s.n)
+    detail::invalid(func, "m = " + std::to_string(s.m) + " < n = " + std::to_string(s.n) +
+                              ": least squares needs m >= n (full column rank)");
+  if (b.n == 0 || s.n == 0) return;
+  if (s.tiles) {
+    detail::staged<T> h(*s.rt, b, memory::host, true);
+    tile_matrix<T> bt(s.m, b.n, s.tiles->nb());
+    const tile_handles hb = register_tiles(*s.rt, bt);
+    blas_threads single(1);
+    to_tiles_async(*s.rt, h.view().data, h.view().ld, bt, hb, "B");
+    gels_solve_async(*s.rt, *s.tiles, bt, hb);
+    s.rt->wait_all();  // errors (a zero on R's diagonal) surface before b is touched
+    to_lapack_async(*s.rt, bt, hb, h.view().data, h.view().ld);
+    s.rt->wait_all();
+    h.finish();
+    return;
+  }
+  // R's diagonal first: a zero means no unique solution, and b stays as it was.
+  std::vector<T> diagonal(std::size_t(s.n));
+  detail::copy_matrix(1, s.n, s.a, s.lda + 1, s.where, diagonal.data(), 1, memory::host);
+  for (int i = 0; i < s.n; ++i)
+    if (diagonal[i] == T(0))
+      throw std::runtime_error("tessera::qr::factorization::solve: R(" + std::to_string(i) + ", " + std::to_string(i) +
+                               ") = 0: A is rank deficient, no unique least squares solution");
+  const memory where = s.where;
+  detail::staged<T> w(*s.rt, b, where, true);
+  apply_q(trans::trans, w.view());
+  if (where == memory::host)
+    blas::trsm(CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, s.n, b.n, T(1), s.a, s.lda, w.view().data,
+               w.view().ld);
+  else
+    detail::trsm_device(*s.rt, s.n, b.n, s.a, s.lda, w.view());
+  w.finish();
+}
+
+template <class T>
+factorization<T> factorize(runtime& rt, matrix_ref<T> a, const options& o) {
+  constexpr const char* func = "factorize";
+  require_matrix(func, "A", a);
+  auto s = std::make_unique<typename factorization<T>::state>();
+  s->rt = &rt;
+  s->how = detail::choose(a.m, a.n, o, rt.has_gpu());
+  s->m = a.m;
+  s->n = a.n;
+  const choice& c = s->how;
+  if (a.m == 0 || a.n == 0) {  // nothing to factor: Q = I, R empty
+    s->where = a.where;
+    s->how.algo = algorithm::blocked;
+    s->a = a.data;
+    s->lda = a.ld;
+    return factorization<T>(std::move(s));
+  }
+  const std::size_t elem = sizeof(T), mn = std::size_t(a.m) * std::size_t(a.n);
+  const std::string matrix = std::to_string(a.m) + " x " + std::to_string(a.n) + " matrix";
+  if (c.algo == algorithm::tile) {
+    // Tiles of A and T (ib rows per tile row), and the host copy of a device A.
+    const std::size_t tiles = elem * (mn + mn / std::size_t(c.nb) * std::size_t(c.ib) + std::size_t(c.nb) * a.n);
+    require_available("tessera::qr::factorize", memory::host, tiles + (a.where == memory::device ? elem * mn : 0),
+                      "the tiles of the " + matrix);
+    if (c.on == target::hybrid) require_available("tessera::qr::factorize", memory::device, tiles, "the tiles of the " + matrix);
+    s->where = memory::host;
+    s->tiles.emplace(rt, a.m, a.n, c.nb, c.ib, c.on == target::hybrid ? pinned_allocator() : tile_allocator{});
+    qr_factors<T>& f = *s->tiles;
+    detail::staged<T> h(rt, a, memory::host, true);  // a device matrix passes through the host
+    blas_threads single(1);
+    to_tiles_async(rt, h.view().data, h.view().ld, f.a(), f.ha(), "A");
+    if (c.on == target::cpu) {
+      geqrf_async(rt, f);
+      rt.wait_all();
+    } else {
+      hybrid_options ho;
+      ho.lookahead = c.lookahead;
+      ho.gpu_rows = c.gpu_rows;
+      geqrf_hybrid(rt, f, ho);
+    }
+    return factorization<T>(std::move(s));
+  }
+  s->where = a.where;
+  s->a = a.data;
+  s->lda = a.ld;
+  s->nbe = std::min(c.nb, a.n);
+  const std::size_t t_bytes = elem * std::size_t(s->nbe) * std::size_t(a.n);
+  // The panel's and the updates' workspace: about m x 2 nb per stream.
+  const std::size_t work = elem * std::size_t(a.m) * std::size_t(2 * s->nbe) * 4;
+  require_available("tessera::qr::factorize", a.where, t_bytes, "T of the " + matrix);
+  require_available("tessera::qr::factorize", memory::device, (a.where == memory::host ? elem * mn : 0) + t_bytes + work,
+                    "the " + matrix + " on the device, T and the workspace");
+  if (a.where == memory::host) {
+    s->t_host = rt.allocate_pinned(t_bytes);
+    s->t = s->t_host.template get<T>();
+  } else {
+    s->t_device = rt.allocate_device(t_bytes);
+    s->t = s->t_device.template get<T>();
+  }
+  blocked_options bo;
+  bo.nb = s->nbe;
+  bo.ib = std::min(c.ib, s->nbe);
+  bo.lookahead = c.lookahead;
+  bo.bulk_columns = c.bulk_columns;
+  bo.chunked_steps = c.chunked_steps;
+  bo.device_matrix = a.where == memory::device;
+  blocked_qr_gpu(rt, a.m, a.n, a.data, a.ld, s->t, s->nbe, bo);
+  return factorization<T>(std::move(s));
+}
+
+template <class T>
+factorization<T> factorize(matrix_ref<T> a, const options& o) {
+  require_matrix("factorize", "A", a);
+  auto rt = std::make_unique<runtime>(runtime_options_for(choose(a.m, a.n, o), o.threads));
+  factorization<T> f = factorize(*rt, a, o);
+  f._s->own = std::move(rt);
+  return f;
+}
+
+template class factorization<float>;
+template class factorization<double>;
+template factorization<float> factorize<float>(runtime&, matrix_ref<float>, const options&);
+template factorization<double> factorize<double>(runtime&, matrix_ref<double>, const options&);
+template factorization<float> factorize<float>(matrix_ref<float>, const options&);
+template factorization<double> factorize<double>(matrix_ref<double>, const options&);
+
+}  // namespace tessera::qr

@@ -1,0 +1,58 @@
+#include "tessera/qr/gpu.hpp"
+
+#include <new>
+
+#if TESSERA_QR_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace tessera::qr {
+
+runtime_options gpu_runtime_options(unsigned workers) {
+  runtime_options o;
+  o.workers = workers;
+  o.gpu_streams = 3;       // three were 3-5% faster than two (docs/architecture.md)
+  o.gpu_stream_depth = 2;
+  o.gpu_urgent_priority = urgent_priority;
+  return o;
+}
+
+#if TESSERA_QR_CUDA
+
+bool gpu_available() noexcept { return runtime::gpu_available(); }
+
+std::string gpu_name() {
+  cudaDeviceProp prop;
+  int device = 0;
+  if (!runtime::gpu_available() || cudaGetDevice(&device) != cudaSuccess ||
+      cudaGetDeviceProperties(&prop, device) != cudaSuccess)
+    return {};
+  return prop.name;
+}
+
+namespace {
+void* pinned_allocate(std::size_t bytes) {
+  void* p = nullptr;
+  if (cudaMallocHost(&p, bytes) != cudaSuccess) {
+    cudaGetLastError();
+    throw std::bad_alloc();
+  }
+  return p;
+}
+void pinned_deallocate(void* p, std::size_t) noexcept { cudaFreeHost(p); }
+}  // namespace
+
+tile_allocator pinned_allocator() noexcept {
+  if (!runtime::gpu_available()) return {};
+  return {pinned_allocate, pinned_deallocate};
+}
+
+#else
+
+bool gpu_available() noexcept { return false; }
+std::string gpu_name() { return {}; }
+tile_allocator pinned_allocator() noexcept { return {}; }
+
+#endif
+
+}  // namespace tessera::qr

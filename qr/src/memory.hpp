@@ -1,0 +1,40 @@
+#pragma once
+// Moving matrices between host and device memory for the front door, which accepts either and
+// runs where the factors are: column-major copies and a staging buffer in the memory wanted.
+#include <cstddef>
+#include <vector>
+
+#include "tessera/qr/factorize.hpp"
+#include "tessera/sched/memory.hpp"
+
+namespace tessera::qr::detail {
+
+// dst := src, both m x n column-major, each in its own memory. Waits for the copy.
+template <class T>
+void copy_matrix(int m, int n, const T* src, int lds, memory from, T* dst, int ldd, memory to);
+
+// The m x n identity (ones on the diagonal, zeros elsewhere) into a.
+template <class T>
+void set_identity(matrix_ref<T> a);
+
+// Zeros below the diagonal of a.
+template <class T>
+void zero_below_diagonal(matrix_ref<T> a);
+
+// A view of c in the memory `want`: c itself when it is there already, else a copy of it
+// (copy_in) in a buffer of its own that finish() copies back (copy_out). Names c's argument in errors.
+template <class T>
+class staged {
+ public:
+  // rt allocates a device buffer when one is needed.
+  staged(runtime& rt, matrix_ref<T> c, memory want, bool copy_in);
+  matrix_ref<T> view() const noexcept { return _view; }
+  void finish();  // copies the buffer back into c when c was staged
+
+ private:
+  matrix_ref<T> _user, _view;
+  std::vector<T> _host;
+  device_buffer _device;
+};
+
+}  // namespace tessera::qr::detail

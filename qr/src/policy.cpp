@@ -1,0 +1,125 @@
+// The front door's policy: where the flops run, which algorithm, and its parameters, from the
+// measured rules (docs/architecture.md, "Choosing the QR").
+#include <algorithm>
+#include <string>
+
+#include "detail.hpp"
+#include "tessera/qr/factorize.hpp"
+#include "tessera/qr/blocked_qr_gpu.hpp"
+#include "tessera/qr/geqrf_hybrid.hpp"
+#include "tessera/qr/gpu.hpp"
+
+namespace tessera::qr {
+
+const char* name(target t) noexcept {
+  switch (t) {
+    case target::automatic: return "auto";
+    case target::cpu: return "cpu";
+    case target::gpu: return "gpu";
+    case target::hybrid: return "hybrid";
+  }
+  return "?";
+}
+
+const char* name(algorithm a) noexcept {
+  switch (a) {
+    case algorithm::automatic: return "auto";
+    case algorithm::tile: return "tile";
+    case algorithm::blocked: return "blocked";
+  }
+  return "?";
+}
+
+const char* name(memory w) noexcept { return w == memory::device ? "device" : "host"; }
+
+namespace {
+
+// The largest divisor of nb that is at most 32: the tile kernels' inner block.
+int tile_ib(int nb) {
+  for (int ib = std::min(nb, 32); ib > 1; --ib)
+    if (nb % ib == 0) return ib;
+  return 1;
+}
+
+}  // namespace
+
+namespace detail {
+
+choice choose(int m, int n, const options& o, bool gpu) {
+  constexpr const char* func = "choose";
+  require_at_least(func, "m", m, 0);
+  require_at_least(func, "n", n, 0);
+  require_at_least(func, "nb", o.nb, 0);
+  require_at_least(func, "ib", o.ib, 0);
+  require_at_least(func, "lookahead", o.lookahead, -1);
+  if (o.algo == algorithm::blocked && o.lookahead == 0)
+    invalid(func, "lookahead = 0: the blocked QR needs at least 1");
+  choice c;
+  c.on = o.on;
+  c.algo = o.algo;
+  std::string why;
+  if (c.on == target::automatic) {
+    if (!gpu && c.algo == algorithm::blocked) {
+      invalid(func, "algorithm blocked: no CUDA device here (or Tessera built without CUDA), and the blocked QR "
+                    "runs on the GPU");
+    } else if (!gpu) {
+      c.on = target::cpu;
+      why = "no CUDA device";
+    } else if (c.algo == algorithm::tile) {
+      c.on = target::hybrid;
+      why = "a CUDA device is present and the tile QR was asked for";
+    } else if (m >= n || c.algo == algorithm::blocked) {
+      c.on = target::gpu;
+      why = "a CUDA device is present and m >= n: the blocked QR on the GPU is the fastest measured";
+    } else {
+      c.on = target::hybrid;
+      why = "a CUDA device is present but m < n, which the blocked QR does not take";
+    }
+  } else {
+    why = std::string("target ") + name(c.on) + " asked for";
+  }
+  if (c.on != target::cpu && !gpu)
+    invalid(func, std::string("target ") + name(c.on) +
+                      ": no CUDA device here (or Tessera built without CUDA, or the runtime has no GPU streams)");
+  if (c.algo == algorithm::automatic) c.algo = c.on == target::gpu ? algorithm::blocked : algorithm::tile;
+  if (c.algo == algorithm::blocked && c.on != target::gpu)
+    invalid(func, std::string("algorithm blocked with target ") + name(c.on) +
+                      ": the blocked QR runs every flop on the GPU; use target gpu");
+  if (c.algo == algorithm::tile && c.on == target::gpu)
+    invalid(func, "algorithm tile with target gpu: the tile QR factors its panels on the CPUs; use target hybrid");
+  if (c.algo == algorithm::blocked && m < n)
+    invalid(func, "algorithm blocked with m = " + std::to_string(m) + " < n = " + std::to_string(n) +
+                      ": the blocked QR needs m >= n; use the tile QR (target cpu or hybrid)");
+
+  if (c.algo == algorithm::blocked) {
+    c.nb = o.nb > 0 ? o.nb : default_blocked_nb(n);
+    c.ib = o.ib > 0 ? o.ib : std::min(32, c.nb);
+    c.lookahead = o.lookahead > 0 ? o.lookahead : default_blocked_lookahead(n);
+    const blocked_options defaults;
+    c.bulk_columns = o.bulk_columns >= 0 ? o.bulk_columns : defaults.bulk_columns;
+    c.chunked_steps = o.chunked_steps >= 0 ? o.chunked_steps : defaults.chunked_steps;
+  } else {
+    c.nb = o.nb > 0 ? o.nb : c.on == target::hybrid ? default_gpu_tile_size(n) : default_cpu_tile_size(n);
+    c.ib = o.ib > 0 ? o.ib : tile_ib(c.nb);
+    require_ib(func, c.nb, c.ib);
+    if (c.on == target::hybrid) {
+      c.lookahead = o.lookahead >= 0 ? o.lookahead : default_lookahead((n + c.nb - 1) / c.nb);
+      c.gpu_rows = o.gpu_rows > 0 ? o.gpu_rows : hybrid_options{}.gpu_rows;
+    }
+  }
+  c.reason = "target " + std::string(name(c.on)) + ", algorithm " + name(c.algo) + ": " + why;
+  return c;
+}
+
+}  // namespace detail
+
+choice choose(int m, int n, const options& o) { return detail::choose(m, n, o, gpu_available()); }
+
+int default_cpu_tile_size(int) noexcept { return 256; }
+
+runtime_options runtime_options_for(const choice& c, unsigned threads) {
+  if (c.on == target::cpu) return runtime_options{.workers = threads};
+  return gpu_runtime_options(threads);
+}
+
+}  // namespace tessera::qr
