@@ -9,8 +9,8 @@
 #include <sstream>
 #include <string>
 
-#include "tessera/qr/geqrf_hybrid.hpp"
-#include "tessera/qr/geqrt_gpu.hpp"
+#include "tessera/qr/blocked_qr_gpu.hpp"
+#include "tessera/qr/gpu.hpp"
 #include "test_util.hpp"
 
 #ifndef TESSERA_QR_EXE
@@ -64,13 +64,17 @@ TEST_CASE("tessera_qr: bad arguments exit 2 with a message") {
     const char* args;
     const char* says;
   };
-  for (const bad& b : {bad{"--nb 0", "nb = 0"}, bad{"--nb 64 --ib 24 --algorithm tile", "does not divide"},
-                       bad{"--m 0", "m = 0"}, bad{"--precision x", "precision"},
-                       bad{"--device tpu", "device"}, bad{"--repeat 0", "repeat"}, bad{"--lookahead -1", "lookahead"},
+  for (const bad& b : {bad{"--nb -1", "--nb: -1 is too small: must be at least 0"},
+                       bad{"--nb 64 --ib 24 --algorithm tile", "does not divide"},
+                       bad{"--m -3", "--m: -3 is too small"}, bad{"--precision x", "precision"},
+                       bad{"--threads 0", "--threads: 0 is too small: must be at least 1"},
+                       bad{"--device tpu", "device"}, bad{"--repeat 0", "repeat"}, bad{"--lookahead -2", "lookahead"},
                        bad{"--no-such-option", "no-such-option"}, bad{"--algorithm lu", "algorithm"},
-                       bad{"--algorithm blocked --device cpu", "--algorithm blocked runs on the GPU"},
-                       bad{"--algorithm blocked --device hybrid --lookahead 0", "the blocked QR needs at least 1"},
-                       bad{"--m 64 --n 64 --trace out.txt", ".json, .dot or .svg"}}) {
+                       bad{"--matrix hilbert", "--matrix"}, bad{"--scale 0", "--scale"}, bad{"--cond -1", "--cond"},
+                       bad{"--algorithm blocked --device cpu", "--device cpu --algorithm blocked"},
+                       bad{"--algorithm blocked --lookahead 0", "the blocked QR needs at least 1"},
+                       bad{"--m 64 --n 64 --trace out.txt", ".json, .dot or .svg"},
+                       bad{"--m 64 --n 64 --trace /no/such/folder/run.json", "cannot write"}}) {
     CAPTURE(b.args);
     const outcome o = run(b.args);
     CAPTURE(o.out);
@@ -78,8 +82,8 @@ TEST_CASE("tessera_qr: bad arguments exit 2 with a message") {
     CHECK(o.out.find(b.says) != std::string::npos);
   }
   CHECK(run("--help").code == 0);
-  if (!tessera::qr::hybrid_available()) {
-    for (const char* device : {"--device gpu", "--device hybrid", "--algorithm blocked"}) {
+  if (!tessera::qr::gpu_available()) {
+    for (const char* device : {"--device gpu", "--device hybrid", "--algorithm blocked", "--memory device"}) {
       const outcome o = run(device);
       CAPTURE(o.out);
       CHECK(o.code == 2);
@@ -89,14 +93,15 @@ TEST_CASE("tessera_qr: bad arguments exit 2 with a message") {
 }
 
 TEST_CASE("tessera_qr --algorithm blocked on a GPU: checked, JSON names the algorithm") {
-  if (!tessera::qr::hybrid_available()) return;  // without a GPU: the bad-arguments case above
+  if (!tessera::qr::gpu_available()) return;  // without a GPU: the bad-arguments case above
   struct run_case {
     const char* args;
     const char* lookahead;  // as the JSON reports it
   };
   const std::string deep = "\"lookahead\": " + std::to_string(tessera::qr::default_blocked_lookahead(512));
   for (const run_case r : {run_case{"--m 700 --n 500 --nb 128 --ib 16 --device gpu --check", "\"lookahead\": 1"},
-                           run_case{"--m 900 --n 800 --nb 96 --device hybrid --lookahead 3 --check", "\"lookahead\": 3"},
+                           run_case{"--m 900 --n 800 --nb 96 --device gpu --lookahead 3 --check", "\"lookahead\": 3"},
+                           run_case{"--m 900 --n 800 --nb 96 --memory device --check", "\"memory\": \"device\""},
                            run_case{"--m 512 --n 512 --precision s --check", deep.c_str()}}) {
     CAPTURE(r.args);
     const outcome o = run(std::string(r.args) + " --algorithm blocked --json" + seed_arg());
@@ -112,9 +117,8 @@ TEST_CASE("tessera_qr without --device uses the GPU when there is one and says s
   const outcome o = run("--m 64 --n 64 --nb 16 --ib 4 --check" + seed_arg());
   CAPTURE(o.out);
   CHECK(o.code == 0);
-  if (tessera::qr::hybrid_available()) {
-    CHECK(o.out.find("device hybrid") != std::string::npos);
-    CHECK(o.out.find("blocked QR") != std::string::npos);
+  if (tessera::qr::gpu_available()) {
+    CHECK(o.out.find("target gpu, algorithm blocked") != std::string::npos);
     // Wider than tall: the blocked QR needs m >= n, so the default is the tile hybrid.
     const outcome wide = run("--m 96 --n 160 --nb 32 --ib 8 --check --json" + seed_arg());
     CAPTURE(wide.out);
@@ -132,9 +136,11 @@ TEST_CASE("tessera_qr --json prints one object that python3 parses") {
       "import json, sys; d = json.load(sys.stdin); "
       "assert d['m'] == 200 and d['n'] == 120 and d['nb'] == 32 and d['ib'] == 8, d; "
       "assert d['precision'] == 'd' and d['device'] == 'cpu' and d['threads'] == 2, d; "
-      "assert d['lookahead'] == 3 and d['seconds'] > 0 and d['gflops'] > 0, d; "
+      "assert d['lookahead'] == 0 and d['seconds'] > 0 and d['gflops'] > 0, d; "
+      "assert d['algorithm'] == 'tile' and d['memory'] == 'host' and d['matrix'] == 'random', d; "
+      "assert 'cpu' in d['reason'], d; "
       "assert d['residual_qr'] < 60 and d['residual_orth'] < 60 and d['passed'] is True, d";
-  CHECK(shell(exe + " --m 200 --n 120 --nb 32 --ib 8 --threads 2 --lookahead 3 --device cpu --check --json" +
+  CHECK(shell(exe + " --m 200 --n 120 --nb 32 --ib 8 --threads 2 --device cpu --check --json" +
               seed_arg() + " | python3 -c \"" + check + "\"") == 0);
   // Without --check the residual fields are null.
   CHECK(shell(exe + " --m 50 --n 50 --nb 16 --ib 4 --json | python3 -c \"import json, sys; "
@@ -167,5 +173,37 @@ TEST_CASE("tessera_qr --trace writes JSON, DOT and SVG and prints the summary") 
       CHECK(text.find("<svg") != std::string::npos);
     }
     std::remove(file.c_str());
+  }
+}
+
+TEST_CASE("tessera_qr --matrix: the test matrix classes pass the check on the CPUs") {
+  for (const char* args : {"--matrix geometric --cond 1e12", "--matrix one-small --cond 1e15 --scale 1e-300",
+                           "--matrix log-uniform --cond 1e8 --scale 1e300", "--matrix zero",
+                           "--matrix zero-columns --precision s", "--matrix repeated-columns",
+                           "--matrix graded --cond 1e10"}) {
+    CAPTURE(args);
+    const outcome o = run(std::string(args) + " --m 160 --n 120 --nb 32 --ib 8 --threads 2 --device cpu --check" +
+                          seed_arg());
+    CAPTURE(o.out);
+    CHECK(o.code == 0);
+    CHECK(o.out.find("PASSED") != std::string::npos);
+  }
+}
+
+TEST_CASE("tessera_qr: a problem larger than memory exits 3 at once, naming the amounts") {
+  const outcome o = run("--m 4000000 --n 4000000 --device cpu");
+  CAPTURE(o.out);
+  CHECK(o.code == 3);
+  CHECK(o.out.find("not enough host memory") != std::string::npos);
+  CHECK(o.out.find("needs 128000.00 GB") != std::string::npos);
+  CHECK(o.out.find("available") != std::string::npos);
+}
+
+TEST_CASE("tessera_qr: empty matrices are factored, as LAPACK allows") {
+  for (const char* args : {"--m 0 --n 5", "--m 7 --n 0", "--m 0 --n 0"}) {
+    CAPTURE(args);
+    const outcome o = run(std::string(args) + " --device cpu --check");
+    CAPTURE(o.out);
+    CHECK(o.code == 0);
   }
 }

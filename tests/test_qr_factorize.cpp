@@ -1,0 +1,242 @@
+// The QR front door: every target (cpu; gpu and hybrid where there is a GPU), host and device
+// matrices, both precisions: the factorization's residuals, Q applied both ways against the formed
+// Q, least squares by the normal equations, R against LAPACK's, bad arguments, the policy.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tessera/kernels_cpu/blas.hpp"
+#include "tessera/qr/blocked_qr_gpu.hpp"
+#include "tessera/qr/check.hpp"
+#include "tessera/qr/factorize.hpp"
+#include "tessera/qr/gpu.hpp"
+#include "tessera/sched/memory.hpp"
+#include "test_util.hpp"
+
+namespace qr = tessera::qr;
+using tessera::testing::random_matrix;
+
+namespace {
+
+template <class T>
+double eps() {
+  return tessera::blas::lamch<T>('E');
+}
+
+template <class T>
+double norm1(int m, int n, const T* a, int lda) {
+  return m > 0 && n > 0 ? tessera::blas::lange('1', m, n, a, lda) : 0.0;
+}
+
+// A host matrix that may live in device memory for the test: data() is where the library reads
+// it, host() the host copy to check against.
+template <class T>
+struct operand {
+  std::vector<T> h;
+  tessera::device_buffer d;
+  int m, n;
+  qr::memory where;
+  operand(std::vector<T> values, int rows, int cols, qr::memory w) : h(std::move(values)), m(rows), n(cols), where(w) {
+    if (w == qr::memory::device) {
+      static tessera::runtime allocator(qr::gpu_runtime_options(1));
+      d = allocator.allocate_device(sizeof(T) * std::max<std::size_t>(h.size(), 1));
+      qr::copy<T>(qr::host(h.data(), m, n, std::max(1, m)), ref());
+    }
+  }
+  qr::matrix_ref<T> ref() {
+    T* p = d ? d.template get<T>() : h.data();
+    return {p, m, n, std::max(1, m), where};
+  }
+  std::vector<T>& host() {  // brings a device operand's values back
+    if (d) qr::copy<T>(qr::matrix_ref<T>(ref()), qr::host(h.data(), m, n, std::max(1, m)));
+    return h;
+  }
+};
+
+struct path {
+  qr::target on;
+  qr::memory where;
+  const char* name;
+};
+
+std::vector<path> paths() {
+  std::vector<path> p{{qr::target::cpu, qr::memory::host, "cpu/host"}};
+  if (qr::gpu_available())
+    for (path x : {path{qr::target::cpu, qr::memory::device, "cpu/device"},
+                   path{qr::target::gpu, qr::memory::host, "gpu/host"},
+                   path{qr::target::gpu, qr::memory::device, "gpu/device"},
+                   path{qr::target::hybrid, qr::memory::host, "hybrid/host"},
+                   path{qr::target::hybrid, qr::memory::device, "hybrid/device"}})
+      p.push_back(x);
+  return p;
+}
+
+// Every operation of one factorization of an m x n random matrix, checked.
+template <class T>
+void check_everything(const path& p, int m, int n, std::uint64_t salt) {
+  CAPTURE(p.name);
+  CAPTURE(m);
+  CAPTURE(n);
+  const int ld = std::max(1, m);
+  const std::vector<T> a0 = random_matrix<T>(m, n, ld, salt);
+  operand<T> a(a0, m, n, p.where);
+  qr::options o;
+  o.on = p.on;
+  o.nb = 64;
+  o.threads = 2;
+  qr::factorization<T> f = qr::factorize(a.ref(), o);
+  CHECK(f.m() == m);
+  CHECK(f.n() == n);
+  CHECK(f.blocked() == (p.on == qr::target::gpu));
+  CHECK(f.choice().reason.find(qr::name(p.on)) != std::string::npos);
+
+  const qr::qr_residuals r = qr::check(f, a0.data(), ld);
+  CHECK(r.qr < 60);
+  CHECK(r.orth < 60);
+
+  // The full Q, orthogonal, and Q C / Q^T C against it.
+  const int k = std::min(m, n), nrhs = 3;
+  operand<T> q(std::vector<T>(std::size_t(m) * m), m, m, p.where);
+  f.form_q(qr::q_shape::full, q.ref());
+  const std::vector<T>& Q = q.host();
+  std::vector<T> e(std::size_t(m) * m, T(0));
+  for (int i = 0; i < m; ++i) e[i + std::size_t(i) * m] = T(1);
+  tessera::blas::gemm(CblasTrans, CblasNoTrans, m, m, m, T(-1), Q.data(), m, Q.data(), m, T(1), e.data(), m);
+  CHECK(norm1(m, m, e.data(), m) / (m * eps<T>()) < 60);
+
+  const std::vector<T> c0 = random_matrix<T>(m, nrhs, m, salt + 1);
+  for (qr::trans op : {qr::trans::no_trans, qr::trans::trans}) {
+    operand<T> c(c0, m, nrhs, p.where);
+    f.apply_q(op, c.ref());
+    std::vector<T> want(std::size_t(m) * nrhs);
+    tessera::blas::gemm(op == qr::trans::trans ? CblasTrans : CblasNoTrans, CblasNoTrans, m, nrhs, m, T(1), Q.data(),
+                        m, c0.data(), m, T(0), want.data(), m);
+    const std::vector<T>& got = c.host();
+    for (std::size_t i = 0; i < want.size(); ++i) want[i] -= got[i];
+    CHECK(norm1(m, nrhs, want.data(), m) / (norm1(m, nrhs, c0.data(), m) * m * eps<T>()) < 60);
+  }
+
+  // R against LAPACK GEQRF's, up to the signs of its rows.
+  operand<T> rr(std::vector<T>(std::size_t(k) * n, T(-7)), k, n, p.where);
+  f.copy_r(rr.ref());
+  const std::vector<T>& R = rr.host();
+  std::vector<T> ref = a0, tau(std::size_t(std::max(1, k)));
+  REQUIRE(tessera::blas::geqrf(m, n, ref.data(), ld, tau.data()) == 0);
+  double worst = 0;
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < k; ++i) {
+      const double want = i <= j ? std::abs(double(ref[i + std::size_t(j) * ld])) : 0.0;
+      worst = std::max(worst, std::abs(std::abs(double(R[i + std::size_t(j) * std::max(1, k)])) - want));
+    }
+  CHECK(worst / ((norm1(m, n, a0.data(), ld) + 1e-300) * std::max(m, n) * eps<T>()) < 60);
+
+  // Least squares: A^T (B - A X) = 0 (LAPACK's xQRT17 scaling), for m >= n.
+  if (m >= n && n > 0) {
+    operand<T> b(c0, m, nrhs, p.where);
+    f.solve(b.ref());
+    const std::vector<T>& x = b.host();
+    std::vector<T> res = c0;
+    tessera::blas::gemm(CblasNoTrans, CblasNoTrans, m, nrhs, n, T(-1), a0.data(), ld, x.data(), m, T(1), res.data(), m);
+    std::vector<T> atr(std::size_t(n) * nrhs);
+    tessera::blas::gemm(CblasTrans, CblasNoTrans, n, nrhs, m, T(1), a0.data(), ld, res.data(), m, T(0), atr.data(), n);
+    const double an = norm1(m, n, a0.data(), ld), xn = norm1(n, nrhs, x.data(), m), bn = norm1(m, nrhs, c0.data(), m);
+    CHECK(norm1(n, nrhs, atr.data(), n) / (an * (an * xn + bn) * std::max(m, n) * eps<T>()) < 60);
+  }
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("factorize: every path, every operation, several shapes", T, float, double) {
+  std::uint64_t salt = 10;
+  for (const path& p : paths())
+    for (auto [m, n] : {std::pair{300, 200}, std::pair{257, 257}, std::pair{130, 200}, std::pair{1, 1}}) {
+      if (p.on == qr::target::gpu && m < n) continue;  // the blocked QR needs m >= n (checked below)
+      check_everything<T>(p, m, n, salt += 2);
+    }
+}
+
+TEST_CASE("factorize: empty matrices give an empty factorization, Q the identity") {
+  for (auto [m, n] : {std::pair{0, 4}, std::pair{5, 0}, std::pair{0, 0}}) {
+    CAPTURE(m);
+    CAPTURE(n);
+    std::vector<double> a(std::size_t(m) * n);
+    auto f = qr::factorize(qr::host(a.data(), m, n, std::max(1, m)), {.on = qr::target::cpu});
+    std::vector<double> q(std::size_t(m) * m, 5.0);
+    f.form_q(qr::q_shape::full, qr::host(q.data(), m, m, std::max(1, m)));
+    for (int i = 0; i < m; ++i)
+      for (int j = 0; j < m; ++j) CHECK(q[i + std::size_t(j) * m] == (i == j ? 1.0 : 0.0));
+  }
+}
+
+TEST_CASE("factorize: a rank-deficient A makes solve throw, naming R's zero, and leaves B alone") {
+  const int m = 50, n = 20;
+  std::vector<double> a = random_matrix<double>(m, n, m, 3);
+  std::fill_n(a.begin(), m, 0.0);  // column 0 zero: R(0, 0) = 0
+  auto f = qr::factorize(qr::host(a.data(), m, n, m), {.on = qr::target::cpu, .nb = 16});
+  std::vector<double> b = random_matrix<double>(m, 1, m, 4);
+  const std::vector<double> b0 = b;
+  try {
+    f.solve(qr::host(b.data(), m, 1, m));
+    FAIL("no error");
+  } catch (const std::runtime_error& e) {
+    CHECK(std::string(e.what()).find("R(0, 0) = 0") != std::string::npos);
+  }
+  CHECK(b == b0);
+}
+
+TEST_CASE("factorize: bad arguments name the argument") {
+  using tessera::testing::invalid_message;
+  std::vector<double> a(100, 1.0), c(100, 1.0);
+  CHECK(invalid_message([&] { qr::factorize(qr::host(a.data(), 10, 5, 9)); }).find("A.ld = 9") != std::string::npos);
+  CHECK(invalid_message([&] { qr::factorize(qr::host(a.data(), -1, 5, 9)); }).find("A.m = -1") != std::string::npos);
+  CHECK(invalid_message([&] { qr::factorize(qr::host<double>(nullptr, 4, 4, 4)); }).find("A is null") !=
+        std::string::npos);
+  a[7] = std::nan("");
+  CHECK(invalid_message([&] { qr::factorize(qr::host(a.data(), 10, 5, 10), {.on = qr::target::cpu}); })
+            .find("NaN") != std::string::npos);
+  a[7] = 1.0;
+  auto f = qr::factorize(qr::host(a.data(), 10, 5, 10), {.on = qr::target::cpu, .nb = 4});
+  CHECK(invalid_message([&] { f.apply_q(qr::trans::trans, qr::host(c.data(), 9, 2, 9)); }).find("C.m = 9") !=
+        std::string::npos);
+  CHECK(invalid_message([&] { f.form_q(qr::q_shape::thin, qr::host(c.data(), 10, 10, 10)); }).find("Q.n = 10") !=
+        std::string::npos);
+  auto wide = qr::factorize(qr::host(a.data(), 5, 10, 5), {.on = qr::target::cpu, .nb = 4});
+  CHECK(invalid_message([&] { wide.solve(qr::host(c.data(), 5, 1, 5)); }).find("least squares needs m >= n") !=
+        std::string::npos);
+  CHECK(invalid_message([&] { qr::choose(10, 5, {.on = qr::target::cpu, .algo = qr::algorithm::blocked}); })
+            .find("use target gpu") != std::string::npos);
+  CHECK(invalid_message([&] { qr::choose(5, 10, {.algo = qr::algorithm::blocked}); }).find("blocked") !=
+        std::string::npos);
+  CHECK(invalid_message([&] { qr::choose(10, 10, {.nb = 64, .ib = 24}); }).find("does not divide") !=
+        std::string::npos);
+}
+
+TEST_CASE("choose: the policy follows the measured rules and says why") {
+  if (!qr::gpu_available()) {
+    const qr::choice c = qr::choose(4096, 4096);
+    CHECK(c.on == qr::target::cpu);
+    CHECK(c.algo == qr::algorithm::tile);
+    CHECK(c.reason.find("no CUDA device") != std::string::npos);
+    for (qr::target t : {qr::target::gpu, qr::target::hybrid})
+      CHECK(tessera::testing::invalid_message([&] { qr::choose(100, 100, {.on = t}); }).find("no CUDA device") !=
+            std::string::npos);
+    std::vector<double> a(16, 1.0);
+    CHECK(tessera::testing::invalid_message([&] { qr::factorize(qr::device(a.data(), 4, 4, 4)); })
+              .find("device memory") != std::string::npos);
+  } else {
+    const qr::choice c = qr::choose(32768, 32768);
+    CHECK(c.on == qr::target::gpu);
+    CHECK(c.algo == qr::algorithm::blocked);
+    CHECK(c.nb == qr::default_blocked_nb(32768));
+    CHECK(c.lookahead == qr::default_blocked_lookahead(32768));
+    const qr::choice wide = qr::choose(1000, 2000);
+    CHECK(wide.on == qr::target::hybrid);
+    CHECK(wide.reason.find("m < n") != std::string::npos);
+  }
+  const qr::choice cpu = qr::choose(1000, 1000, {.on = qr::target::cpu, .nb = 100});
+  CHECK(cpu.ib == 25);  // the largest divisor of nb up to 32
+}
