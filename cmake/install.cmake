@@ -1,5 +1,6 @@
 # Installation and the exported package: after `cmake --install`, find_package(Tessera) gives
-# Tessera::sched, Tessera::kernels_cpu, Tessera::kernels_gpu (CUDA builds) and Tessera::qr.
+# Tessera::sched, Tessera::kernels_cpu, Tessera::qr, and in CUDA builds Tessera::sched_cuda (the
+# scheduler's GPU backend) and Tessera::kernels_gpu.
 # Included at the end of the top-level CMakeLists.txt, so it sees every target already defined and
 # installs only those that exist.
 #
@@ -15,7 +16,7 @@ set(TESSERA_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/Tessera"
 # name, so a tool target that happens to be called tessera_qr is installed as a program.
 set(_tessera_libraries)
 set(_tessera_components)
-foreach(_name sched kernels_cpu kernels_gpu qr)
+foreach(_name sched sched_cuda kernels_cpu kernels_gpu qr)
   if(NOT TARGET tessera_${_name})
     continue()
   endif()
@@ -80,7 +81,8 @@ if(_tessera_programs)
   set_target_properties(${_tessera_programs} PROPERTIES
     INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}"
     INSTALL_RPATH_USE_LINK_PATH ON)
-  install(TARGETS ${_tessera_programs} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  # OPTIONAL: a build of the tool alone (scripts/run_main.sh) installs without the benchmarks.
+  install(TARGETS ${_tessera_programs} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} OPTIONAL)
 endif()
 
 if(_tessera_libraries)

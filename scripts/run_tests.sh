@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The full check (what .ci/run runs): the Release build with warnings as errors and every test,
-# then the scheduler tests again under AddressSanitizer+UBSan and under ThreadSanitizer.
+# then the CPU tests again under AddressSanitizer+UBSan and the scheduler's under ThreadSanitizer.
 #   TESSERA_SKIP_SANITIZERS=1   skip the sanitizer builds
 #   TESSERA_JOBS=N              build jobs (default: nproc)
 #   TESSERA_CTEST_JOBS=N        tests run at once (default 1: the tests start their own threads)
-#   TESSERA_SANITIZER_TIMEOUT=S bound on each sanitizer test stage (default 900 s)
+#   TESSERA_SANITIZER_TIMEOUT=S bound on each sanitizer test stage (default 1800 s)
 # Exits nonzero if any stage fails; every stage runs regardless, and a timing table ends the log.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -12,7 +12,7 @@ cd "$root"
 
 jobs=${TESSERA_JOBS:-$(nproc)}
 ctest_jobs=${TESSERA_CTEST_JOBS:-1}
-sanitizer_timeout=${TESSERA_SANITIZER_TIMEOUT:-900}
+sanitizer_timeout=${TESSERA_SANITIZER_TIMEOUT:-1800}
 summary=()
 failed=0
 start=$SECONDS
@@ -51,11 +51,16 @@ if stage configure cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DTES
 fi
 
 if [ "${TESSERA_SKIP_SANITIZERS:-0}" != 1 ]; then
-  sched_tests=()
-  for f in tests/test_sched_*.cpp; do
-    [ -e "$f" ] && sched_tests+=("$(basename "$f" .cpp)")
+  # ASan+UBSan: every test that runs on the CPU (scheduler, trace export, kernels, QR and its tool);
+  # TSan: the scheduler's tests (oneTBB and OpenBLAS are not instrumented, so TSan on the kernel
+  # and QR tests would report their internals).
+  asan_tests=() tsan_tests=()
+  for f in tests/test_sched_*.cpp tests/test_trace_*.cpp tests/test_kernels_*.cpp tests/test_qr_*.cpp; do
+    [ -e "$f" ] || continue
+    asan_tests+=("$(basename "$f" .cpp)")
+    case $f in tests/test_sched_*) tsan_tests+=("$(basename "$f" .cpp)") ;; esac
   done
-  if [ ${#sched_tests[@]} -eq 0 ]; then
+  if [ ${#tsan_tests[@]} -eq 0 ]; then
     echo "run_tests: no tests/test_sched_*.cpp to run under sanitizers" >&2
     summary+=("$(printf '%-24s %-12s' sanitizers 'FAILED (no tests)')")
     failed=1
@@ -71,19 +76,22 @@ if [ "${TESSERA_SKIP_SANITIZERS:-0}" != 1 ]; then
   if setarch "$(uname -m)" -R true 2>/dev/null; then norandom=(setarch "$(uname -m)" -R); fi
 
   for kind in asan tsan; do
-    [ ${#sched_tests[@]} -gt 0 ] || break
+    [ ${#tsan_tests[@]} -gt 0 ] || break
     case $kind in
-      asan) sanitize=address,undefined; flags="-fno-sanitize-recover=all" ;;
-      tsan) sanitize=thread; flags="" ;;
+      asan) sanitize=address,undefined; flags="-fno-sanitize-recover=all"; targets=("${asan_tests[@]}")
+            pattern='^test_(sched_|trace_|kernels_|qr_)' ;;
+      tsan) sanitize=thread; flags=""; targets=("${tsan_tests[@]}"); pattern='^test_sched_' ;;
     esac
+    # test_qr_tool runs the tool: build it too.
+    [ "$kind" = asan ] && [ -e tests/test_qr_tool.cpp ] && targets+=(tessera_qr_tool)
     if stage "configure-$kind" cmake -S . -B "build-$kind" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
          -DTESSERA_SANITIZE=$sanitize -DTESSERA_CUDA=OFF -DTESSERA_BUILD_BENCH=OFF \
          "-DCMAKE_CXX_FLAGS=$flags" "-DCMAKE_C_FLAGS=$flags" &&
-       stage "build-$kind" cmake --build "build-$kind" -j "$jobs" --target "${sched_tests[@]}"; then
+       stage "build-$kind" cmake --build "build-$kind" -j "$jobs" --target "${targets[@]}"; then
       # A bound on the whole stage: a sanitizer report racing LSan's exit-time leak check can
       # deadlock the sanitizer runtime, and the tests' own TIMEOUT (1200 s each) is long.
       stage "ctest-$kind" timeout -k 30 "$sanitizer_timeout" "${norandom[@]}" \
-        ctest --test-dir "build-$kind" -R '^test_sched_' --output-on-failure --no-tests=error \
+        ctest --test-dir "build-$kind" -R "$pattern" --output-on-failure --no-tests=error \
         -j "$ctest_jobs" || true
     fi
   done

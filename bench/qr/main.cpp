@@ -10,10 +10,12 @@
 // storage; its setup (copies, allocation, workspace queries) is outside the timing. The tile
 // timing includes the conversion to tiles, as a column-major caller would pay it. Figures are
 // medians of --repeat runs, GFLOP/s by LAWN 41 (4/3 n^3 + 2 n^2 + 14/3 n for n x n).
-// With a GPU (built with CUDA and a device present) the list grows: Tessera's tile QR gpu
-// (lookahead 1) and hybrid, its blocked QR gpu (lookahead 1) and hybrid (deeper), cuSOLVER GEQRF twice (from and back to host memory, as Tessera's times are; and on a
-// matrix already on the device, as its own callers have it: the ratio column uses this one) and
-// cuBLAS GEMM as the rate ceiling (2 n^3 flops). --plot FILE.svg draws GFLOP/s against n (the seed's Figure 7a).
+// With a GPU (built with CUDA and a device present) the list grows: Tessera's tile hybrid (panels
+// on the CPUs; lookahead 1, the seed's "GPU-only", and the tuned one), its blocked QR on the GPU
+// from pinned host memory (one contestant per --blocked-lookaheads entry), the front door on a
+// matrix already in device memory, cuSOLVER GEQRF twice (from and back to host memory, as
+// Tessera's host times are; and on a matrix already on the device, as its own callers have it:
+// the ratio column uses this one) and cuBLAS GEMM as the rate ceiling (2 n^3 flops). --plot FILE.svg draws GFLOP/s against n (the seed's Figure 7a).
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -66,7 +68,7 @@ struct options {
   int bulk_columns = tessera::qr::blocked_options{}.bulk_columns;    // blocked: see blocked_options
   int chunked_steps = tessera::qr::blocked_options{}.chunked_steps;
   std::vector<int> blocked_lookaheads{1, 0};  // one blocked contestant each; 0: default_blocked_lookahead
-  int urgent_sms = -1;               // SMs reserved for the urgent stream; -1: hybrid_runtime_options's
+  int urgent_sms = -1;               // SMs reserved for the urgent stream; -1: gpu_runtime_options's
   int max_cpu_n = 16384;             // CPU-only contestants skip larger n (they take minutes there)
   int max_tile_gpu_n = 1 << 30;      // the tile gpu and hybrid modes skip larger n
   bool gpu = true;                   // GPU contestants when a device is present
@@ -118,7 +120,7 @@ template <class T>
 contestant<T> tessera_gpu(tessera::runtime& rt, const options& o, int lookahead, const char* mode) {
   auto cache = std::make_shared<std::pair<int, std::unique_ptr<tessera::qr::qr_factors<T>>>>();
   const std::string nb_label = o.gpu_nb ? std::to_string(o.gpu_nb) : "per n";
-  return {std::string("tessera ") + mode + " (nb " + nb_label + ", lookahead " + std::to_string(lookahead) + ")",
+  return {std::string("tessera tile ") + mode + " (nb " + nb_label + ", lookahead " + std::to_string(lookahead) + ")",
           [&rt, o, lookahead, cache](const std::vector<T>& a, int n) {
             if (cache->first != n) {
               cache->second.reset();
@@ -157,7 +159,7 @@ contestant<T> tessera_blocked(tessera::runtime& rt, const options& o, int lookah
   auto cache = std::make_shared<pinned>();
   const std::string nb_label = o.blocked_nb ? std::to_string(o.blocked_nb) : "per n";
   const std::string lookahead_label = lookahead > 0 ? std::to_string(lookahead) : "per n";
-  return {std::string("tessera blocked ") + (lookahead == 1 ? "gpu" : "hybrid") + " (nb " + nb_label +
+  return {std::string("tessera blocked gpu (nb ") + nb_label +
               ", lookahead " + lookahead_label + ")",
           [&rt, o, lookahead, cache](const std::vector<T>& a, int n) {
             const int nb = o.blocked_nb ? o.blocked_nb : tessera::qr::default_blocked_nb(n);
@@ -174,7 +176,35 @@ contestant<T> tessera_blocked(tessera::runtime& rt, const options& o, int lookah
             b.chunked_steps = o.chunked_steps;
             b.lookahead = lookahead;
             const auto t0 = std::chrono::steady_clock::now();
-            tessera::qr::geqrt_gpu(rt, n, n, cache->a, n, cache->t, nb, b);
+            tessera::qr::blocked_qr_gpu(rt, n, n, cache->a, n, cache->t, nb, b);
+            return seconds_since(t0);
+          }};
+}
+
+// The front door with the matrix already in device memory (its copy in is not timed), as
+// cuSOLVER's device-resident callers have it: qr::factorize chooses the blocked QR on the GPU
+// and factors in place; nothing travels.
+template <class T>
+contestant<T> tessera_device(tessera::runtime& rt, const options& o) {
+  struct cached {
+    int n = 0;
+    tessera::device_buffer a;
+  };
+  auto cache = std::make_shared<cached>();
+  return {"tessera factorize (device-resident)", [&rt, o, cache](const std::vector<T>& a, int n) {
+            if (cache->n != n) {
+              cache->a = tessera::device_buffer();
+              cache->a = rt.allocate_device(sizeof(T) * a.size());
+              cache->n = n;
+            }
+            const auto d = tessera::qr::device(cache->a.template get<T>(), n, n, n);
+            tessera::qr::copy<T>(tessera::qr::host(a.data(), n, n, n), d);
+            tessera::qr::options fo;
+            fo.nb = o.blocked_nb;
+            fo.bulk_columns = o.bulk_columns;
+            fo.chunked_steps = o.chunked_steps;
+            const auto t0 = std::chrono::steady_clock::now();
+            auto f = tessera::qr::factorize(rt, d, fo);
             return seconds_since(t0);
           }};
 }
@@ -292,22 +322,23 @@ int run(const options& o) {
   // The baselines last: ratios are against LAPACK (CPU) and cuSOLVER (GPU).
   std::vector<contestant<T>> contestants{tessera_cpu<T>(rt, o)};
   contestants[0].max_n = o.max_cpu_n;
-  const bool gpu = o.gpu && tessera::qr::hybrid_available();
+  const bool gpu = o.gpu && tessera::qr::gpu_available();
   std::unique_ptr<tessera::runtime> rt_gpu;
   std::size_t traced_hybrid = 2;  // with --trace and a GPU: the first blocked hybrid, else the tile hybrid
 #if TESSERA_BENCH_CUDA
   if (gpu) {
-    tessera::runtime_options ro = tessera::qr::hybrid_runtime_options(o.threads);
+    tessera::runtime_options ro = tessera::qr::gpu_runtime_options(o.threads);
     if (o.urgent_sms >= 0) ro.gpu_urgent_sms = static_cast<unsigned>(o.urgent_sms);
     rt_gpu = std::make_unique<tessera::runtime>(ro);
     const int nt_max = (*std::max_element(o.sizes.begin(), o.sizes.end()) + o.nb - 1) / o.nb;
-    contestants.push_back(tessera_gpu<T>(*rt_gpu, o, 1, "gpu"));
+    contestants.push_back(tessera_gpu<T>(*rt_gpu, o, 1, "hybrid"));
     contestants.push_back(tessera_gpu<T>(*rt_gpu, o, o.lookahead >= 0 ? o.lookahead : tessera::qr::default_lookahead(nt_max), "hybrid"));
     for (std::size_t c = contestants.size() - 2; c < contestants.size(); ++c) contestants[c].max_n = o.max_tile_gpu_n;
     for (int lookahead : o.blocked_lookaheads) {
       if (lookahead != 1 && traced_hybrid == 2) traced_hybrid = contestants.size();
       contestants.push_back(tessera_blocked<T>(*rt_gpu, o, lookahead));
     }
+    contestants.push_back(tessera_device<T>(*rt_gpu, o));
   }
 #endif
   contestants.push_back(lapack<T>());
@@ -456,7 +487,7 @@ int main(int argc, char** argv) {
       ->delimiter(',')
       ->check(CLI::NonNegativeNumber);
   app.add_option("--chunked-steps", o.chunked_steps, "blocked: steps whose bulk update is split by --bulk-columns");
-  app.add_option("--urgent-sms", o.urgent_sms, "SMs reserved for the urgent GPU stream (default: hybrid_runtime_options)");
+  app.add_option("--urgent-sms", o.urgent_sms, "SMs reserved for the urgent GPU stream (default: gpu_runtime_options)");
   app.add_option("--max-cpu-n", o.max_cpu_n, "skip the CPU-only contestants above this n");
   app.add_option("--max-tile-gpu-n", o.max_tile_gpu_n, "skip the tile gpu and hybrid contestants above this n");
   app.add_flag("!--no-gpu", o.gpu, "leave out the GPU contestants");
