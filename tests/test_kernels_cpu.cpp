@@ -13,11 +13,14 @@
 #include <stdexcept>
 #include <string>
 #include <tessera/kernels_cpu.hpp>
+#include <tessera/kernels_cpu/blas.hpp>
+#include <tessera/kernels_cpu/check.hpp>
+#include <type_traits>
 #include <vector>
 
 #include "test_util.hpp"
 
-#define LAPACK_COMPLEX_CPP
+// The references of the wrapper test: the routines themselves.
 #include <cblas.h>
 #include <lapacke.h>
 
@@ -88,28 +91,6 @@ double fro_diff(const mat<T>& A, const mat<T>& B) {
   return std::sqrt(s);
 }
 
-// LAPACK/BLAS references, one overload per precision.
-int geqrf(int m, int n, float* a, int lda, float* tau) {
-  return LAPACKE_sgeqrf(LAPACK_COL_MAJOR, m, n, a, lda, tau);
-}
-int geqrf(int m, int n, double* a, int lda, double* tau) {
-  return LAPACKE_dgeqrf(LAPACK_COL_MAJOR, m, n, a, lda, tau);
-}
-int orgqr(int m, int n, int k, float* a, int lda, const float* tau) {
-  return LAPACKE_sorgqr(LAPACK_COL_MAJOR, m, n, k, a, lda, tau);
-}
-int orgqr(int m, int n, int k, double* a, int lda, const double* tau) {
-  return LAPACKE_dorgqr(LAPACK_COL_MAJOR, m, n, k, a, lda, tau);
-}
-void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, const float* A, int lda,
-          const float* B, int ldb, float* C, int ldc) {
-  cblas_sgemm(CblasColMajor, ta, tb, m, n, k, 1.0f, A, lda, B, ldb, 0.0f, C, ldc);
-}
-void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, const double* A, int lda,
-          const double* B, int ldb, double* C, int ldc) {
-  cblas_dgemm(CblasColMajor, ta, tb, m, n, k, 1.0, A, lda, B, ldb, 0.0, C, ldc);
-}
-
 // op(A) op(B), dense.
 template <class T>
 mat<T> multiply(const mat<T>& A, bool ta, const mat<T>& B, bool tb) {
@@ -120,8 +101,8 @@ mat<T> multiply(const mat<T>& A, bool ta, const mat<T>& B, bool tb) {
     if (k == 0) {
       std::fill(C.a.begin(), C.a.end(), T(0));
     } else {
-      gemm(ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, A.data(), A.ld,
-           B.data(), B.ld, C.data(), C.ld);
+      tessera::blas::gemm(ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k,
+                          T(1), A.data(), A.ld, B.data(), B.ld, T(0), C.data(), C.ld);
     }
   }
   return C;
@@ -159,7 +140,7 @@ mat<T> form_q(const mat<T>& F, int q, int kk, const std::vector<T>& tau) {
   std::fill(Q.a.begin(), Q.a.end(), T(0));
   for (int j = 0; j < kk; ++j)
     for (int i = j + 1; i < q; ++i) Q(i, j) = F(i, j);
-  if (q > 0) REQUIRE(orgqr(q, q, kk, Q.data(), Q.ld, tau.data()) == 0);
+  if (q > 0) REQUIRE(tessera::blas::orgqr(q, q, kk, Q.data(), Q.ld, tau.data()) == 0);
   return Q;
 }
 
@@ -171,7 +152,7 @@ mat<T> form_q_ts(const mat<T>& V, int k, const std::vector<T>& tau) {
   std::fill(Y.a.begin(), Y.a.end(), T(0));
   for (int j = 0; j < k; ++j)
     for (int i = 0; i < V.m; ++i) Y(k + i, j) = V(i, j);
-  REQUIRE(orgqr(q, q, k, Y.data(), Y.ld, tau.data()) == 0);
+  REQUIRE(tessera::blas::orgqr(q, q, k, Y.data(), Y.ld, tau.data()) == 0);
   return Y;
 }
 
@@ -250,7 +231,7 @@ TEST_CASE_TEMPLATE("core_geqrt: residual, orthogonality and R against GEQRF", T,
         // in case an implementation flips them).
         mat<T> Aref = A0;
         std::vector<T> tau_ref(std::max(k, 1));
-        REQUIRE(geqrf(m, n, Aref.data(), Aref.ld, tau_ref.data()) == 0);
+        REQUIRE(tessera::blas::geqrf(m, n, Aref.data(), Aref.ld, tau_ref.data()) == 0);
         double worst = 0;
         for (int i = 0; i < k; ++i) {
           const double s = (R(i, i) < 0) == (Aref(i, i) < 0) ? 1.0 : -1.0;
@@ -515,4 +496,259 @@ TEST_CASE("kernels: bad arguments throw std::invalid_argument naming the argumen
   core_ormqr<double>(L, N, 5, 0, 0, 4, a, 5, t, 4, a, 5, w);
   core_tsmqr<double>(L, N, 5, 5, 0, 5, 5, 4, a, 5, b, 1, b, 1, t, 4, w);
   CHECK(std::all_of(A.begin(), A.end(), [](double x) { return x == 1.5; }));
+}
+
+// --- tessera/kernels_cpu/check.hpp ---------------------------------------------------------------
+
+namespace {
+
+// The message of the exception of type E that f throws ("" if none).
+template <class E, class F>
+std::string message_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("check: messages name the function, the caller's argument and its value") {
+  namespace check = tessera::check;
+  using ia = std::invalid_argument;
+  CHECK(message_of<ia>([] { check::require_ge("f", "lda", 3, "max(1, m)", 4); }) ==
+        "f: lda = 3: must be >= max(1, m) (= 4)");
+  CHECK(message_of<ia>([] { check::require_ge("f", "nb", -1, "0", 0); }) ==
+        "f: nb = -1: must be >= 0");
+  CHECK(message_of<ia>([] { check::require_ge("f", "nb", 0, nullptr, 1); }) ==
+        "f: nb = 0: must be >= 1");
+  CHECK(message_of<ia>([] { check::require_le("g", "k", 9, "m", 8); }) ==
+        "g: k = 9: must be <= m (= 8)");
+  CHECK(message_of<ia>([] { check::require_eq("h", "n2", 5, "n1", 4); }) ==
+        "h: n2 = 5: must be == n1 (= 4)");
+  // long long all the way: workspace sizes beyond int.
+  CHECK(message_of<ia>([] { check::require_ge("f", "lwork", 5000000000LL, "the workspace size",
+                                              6000000000LL); }) ==
+        "f: lwork = 5000000000: must be >= the workspace size (= 6000000000)");
+  CHECK(message_of<ia>([] { check::require_ptr("f", "A", nullptr); }) == "f: A is null");
+  CHECK(message_of<ia>([] { check::invalid("f", "C has 3 rows"); }) == "f: C has 3 rows");
+  const std::string info =
+      message_of<std::logic_error>([] { check::lapack_info("f", "GEMQRT", -3); });
+  CHECK(info.find("f: LAPACK GEMQRT returned info = -3") == 0);
+
+  // Satisfied bounds throw nothing.
+  int x = 0;
+  CHECK_NOTHROW(check::require_ge("f", "m", 4, "0", 0));
+  CHECK_NOTHROW(check::require_le("f", "k", 4, "m", 4));
+  CHECK_NOTHROW(check::require_eq("f", "n2", 4, "n1", 4));
+  CHECK_NOTHROW(check::require_ptr("f", "A", &x));
+  CHECK_NOTHROW(check::lapack_info("f", "GEMQRT", 0));
+
+  // A kernel's own message: its qualified name, the argument as the caller wrote it.
+  std::vector<double> a(64, 0.0), t(64, 0.0), w(64, 0.0);
+  CHECK(message_of<ia>([&] { core_geqrt<double>(8, 4, 2, a.data(), 7, t.data(), 2, w.data()); }) ==
+        "tessera::kernels::core_geqrt: lda = 7: must be >= max(1, m) (= 8)");
+}
+
+TEST_CASE_TEMPLATE("check: the first non-finite element, by row and column of the whole matrix", T,
+                   float, double) {
+  namespace check = tessera::check;
+  const int rows = 5, cols = 4, lda = 7;
+  std::vector<T> a(std::size_t(lda) * cols, T(1));
+  CHECK(check::find_non_finite(rows, cols, a.data(), lda) == std::pair<int, int>(-1, -1));
+  CHECK_NOTHROW(check::require_finite("f", "A", rows, cols, a.data(), lda));
+  a[5 + 0 * lda] = std::numeric_limits<T>::quiet_NaN();  // padding row: not part of the block
+  CHECK_NOTHROW(check::require_finite("f", "A", rows, cols, a.data(), lda));
+
+  a[3 + 2 * lda] = std::numeric_limits<T>::infinity();
+  a[1 + 3 * lda] = std::numeric_limits<T>::quiet_NaN();
+  CHECK(check::find_non_finite(rows, cols, a.data(), lda) == std::pair<int, int>(3, 2));
+  CHECK(message_of<std::invalid_argument>([&] {
+          check::require_finite("f", "A", rows, cols, a.data(), lda, 10, 20);
+        }) == "f: A(13, 22) is Inf: the input matrix must be finite");
+  a[3 + 2 * lda] = T(1);
+  CHECK(message_of<std::invalid_argument>([&] {
+          check::require_finite("tessera::qr", "B", rows, cols, a.data(), lda);
+        }) == "tessera::qr: B(1, 3) is NaN: the input matrix must be finite");
+}
+
+// --- tessera/kernels_cpu/blas.hpp ----------------------------------------------------------------
+
+namespace {
+
+// The routine of T's precision, for the direct reference calls: direct<T>(cblas_sgemm, cblas_dgemm).
+template <class T, class S, class D>
+auto direct(S s, D d) {
+  if constexpr (std::is_same_v<T, float>)
+    return s;
+  else
+    return d;
+}
+
+template <class T>
+std::vector<T> random_vector(std::size_t n) {
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  std::vector<T> v(n);
+  for (T& x : v) x = T(u(rng()));
+  return v;
+}
+
+}  // namespace
+
+// Same routine, same data: the results must be identical, which a swapped argument would break.
+TEST_CASE_TEMPLATE("blas: the wrapper's overloads against direct CBLAS and LAPACKE calls", T, float,
+                   double) {
+  namespace blas = tessera::blas;
+  INFO("TESSERA_SEED=" << tessera::testing::seed());
+  constexpr int ld = 16, m = 13, n = 7, k = 5, nb = 3;
+  const std::size_t size = std::size_t(ld) * ld;
+  std::vector<T> A = random_vector<T>(size), B = random_vector<T>(size),
+                 C = random_vector<T>(size);
+  for (int i = 0; i < ld; ++i) A[i + std::size_t(i) * ld] += T(4);  // well-conditioned triangles
+  std::vector<T> work1(size), work2(size);
+
+  SUBCASE("level 1") {
+    CHECK(blas::dot(n, A.data(), 2, B.data(), 1) ==
+          direct<T>(cblas_sdot, cblas_ddot)(n, A.data(), 2, B.data(), 1));
+    std::vector<T> y1 = C, y2 = C;
+    blas::axpy(n, T(-0.75), A.data(), 1, y1.data(), 2);
+    direct<T>(cblas_saxpy, cblas_daxpy)(n, T(-0.75), A.data(), 1, y2.data(), 2);
+    CHECK(y1 == y2);
+  }
+
+  SUBCASE("level 3") {
+    for (CBLAS_TRANSPOSE ta : {CblasNoTrans, CblasTrans})
+      for (CBLAS_TRANSPOSE tb : {CblasNoTrans, CblasTrans}) {
+        std::vector<T> c1 = C, c2 = C;
+        blas::gemm(ta, tb, m, n, k, T(0.5), A.data(), ld, B.data(), ld, T(-1.25), c1.data(), ld);
+        direct<T>(cblas_sgemm, cblas_dgemm)(CblasColMajor, ta, tb, m, n, k, T(0.5), A.data(), ld,
+                                            B.data(), ld, T(-1.25), c2.data(), ld);
+        CHECK(c1 == c2);
+      }
+    for (CBLAS_UPLO uplo : {CblasUpper, CblasLower})
+      for (CBLAS_TRANSPOSE t : {CblasNoTrans, CblasTrans}) {
+        std::vector<T> c1 = C, c2 = C;
+        blas::syrk(uplo, t, n, k, T(-1), A.data(), ld, T(0.5), c1.data(), ld);
+        direct<T>(cblas_ssyrk, cblas_dsyrk)(CblasColMajor, uplo, t, n, k, T(-1), A.data(), ld,
+                                            T(0.5), c2.data(), ld);
+        CHECK(c1 == c2);
+      }
+    for (CBLAS_SIDE s : {CblasLeft, CblasRight})
+      for (CBLAS_UPLO uplo : {CblasUpper, CblasLower})
+        for (CBLAS_TRANSPOSE t : {CblasNoTrans, CblasTrans})
+          for (CBLAS_DIAG d : {CblasNonUnit, CblasUnit}) {
+            std::vector<T> b1 = B, b2 = B, b3 = B, b4 = B;
+            blas::trmm(s, uplo, t, d, m, n, T(1.5), A.data(), ld, b1.data(), ld);
+            direct<T>(cblas_strmm, cblas_dtrmm)(CblasColMajor, s, uplo, t, d, m, n, T(1.5),
+                                                A.data(), ld, b2.data(), ld);
+            CHECK(b1 == b2);
+            blas::trsm(s, uplo, t, d, m, n, T(1.5), A.data(), ld, b3.data(), ld);
+            direct<T>(cblas_strsm, cblas_dtrsm)(CblasColMajor, s, uplo, t, d, m, n, T(1.5),
+                                                A.data(), ld, b4.data(), ld);
+            CHECK(b3 == b4);
+          }
+  }
+
+  SUBCASE("LAPACK auxiliaries") {
+    for (char c : {'E', 'S', 'P'})
+      CHECK(blas::lamch<T>(c) == direct<T>(LAPACKE_slamch, LAPACKE_dlamch)(c));
+    for (char norm : {'M', '1', 'I', 'F'}) {
+      CHECK(blas::lange(norm, m, n, A.data(), ld) ==
+            direct<T>(LAPACKE_slange, LAPACKE_dlange)(LAPACK_COL_MAJOR, norm, m, n, A.data(), ld));
+      for (char uplo : {'U', 'L'})
+        CHECK(blas::lansy(norm, uplo, n, A.data(), ld) ==
+              direct<T>(LAPACKE_slansy, LAPACKE_dlansy)(LAPACK_COL_MAJOR, norm, uplo, n, A.data(),
+                                                        ld));
+    }
+    std::vector<T> x1 = A, x2 = A;
+    T tau1 = 0, tau2 = 0;
+    CHECK(blas::larfg(m, &x1[0], &x1[1], 1, &tau1) ==
+          direct<T>(LAPACKE_slarfg_work, LAPACKE_dlarfg_work)(m, &x2[0], &x2[1], 1, &tau2));
+    CHECK(x1 == x2);
+    CHECK(tau1 == tau2);
+  }
+
+  SUBCASE("QR factorizations and their Q") {
+    // GEQRT, GEMQRT from both sides and both ways, LARFT on GEQRT2's reflectors.
+    std::vector<T> a1 = A, a2 = A, t1(size), t2(size);
+    CHECK(blas::geqrt(m, n, nb, a1.data(), ld, t1.data(), ld, work1.data()) ==
+          direct<T>(LAPACKE_sgeqrt_work, LAPACKE_dgeqrt_work)(LAPACK_COL_MAJOR, m, n, nb, a2.data(),
+                                                              ld, t2.data(), ld, work2.data()));
+    CHECK(a1 == a2);
+    CHECK(t1 == t2);
+    for (char side : {'L', 'R'})
+      for (char trans : {'N', 'T'}) {
+        std::vector<T> c1 = C, c2 = C;
+        const int cm = side == 'L' ? m : k, cn = side == 'L' ? k : m;
+        CHECK(blas::gemqrt(side, trans, cm, cn, n, nb, a1.data(), ld, t1.data(), ld, c1.data(), ld,
+                           work1.data()) ==
+              direct<T>(LAPACKE_sgemqrt_work, LAPACKE_dgemqrt_work)(
+                  LAPACK_COL_MAJOR, side, trans, cm, cn, n, nb, a1.data(), ld, t1.data(), ld,
+                  c2.data(), ld, work2.data()));
+        CHECK(c1 == c2);
+      }
+    a1 = A, a2 = A;
+    CHECK(blas::geqrt2(m, n, a1.data(), ld, t1.data(), ld) ==
+          direct<T>(LAPACKE_sgeqrt2_work, LAPACKE_dgeqrt2_work)(LAPACK_COL_MAJOR, m, n, a2.data(),
+                                                                ld, t2.data(), ld));
+    CHECK(a1 == a2);
+    CHECK(t1 == t2);
+    std::vector<T> tau(n);
+    for (int i = 0; i < n; ++i) tau[i] = t1[i + std::size_t(i) * ld];
+    std::vector<T> f1(size), f2(size);
+    CHECK(blas::larft('F', 'C', m, n, a1.data(), ld, tau.data(), f1.data(), ld) ==
+          direct<T>(LAPACKE_slarft_work, LAPACKE_dlarft_work)(
+              LAPACK_COL_MAJOR, 'F', 'C', m, n, a1.data(), ld, tau.data(), f2.data(), ld));
+    CHECK(f1 == f2);
+
+    // TPQRT and TPQRT2 of [R; B] (R: A's upper triangle), TPMQRT from the left.
+    std::vector<T> r1 = A, r2 = A, b1 = B, b2 = B;
+    CHECK(blas::tpqrt(m, n, 0, nb, r1.data(), ld, b1.data(), ld, t1.data(), ld, work1.data()) ==
+          direct<T>(LAPACKE_stpqrt_work, LAPACKE_dtpqrt_work)(LAPACK_COL_MAJOR, m, n, 0, nb,
+                                                              r2.data(), ld, b2.data(), ld,
+                                                              t2.data(), ld, work2.data()));
+    CHECK(r1 == r2);
+    CHECK(b1 == b2);
+    CHECK(t1 == t2);
+    for (char trans : {'N', 'T'}) {
+      std::vector<T> c1 = C, c2 = C, d1 = A, d2 = A;
+      CHECK(blas::tpmqrt('L', trans, m, k, n, 0, nb, b1.data(), ld, t1.data(), ld, c1.data(), ld,
+                         d1.data(), ld, work1.data()) ==
+            direct<T>(LAPACKE_stpmqrt_work, LAPACKE_dtpmqrt_work)(
+                LAPACK_COL_MAJOR, 'L', trans, m, k, n, 0, nb, b1.data(), ld, t1.data(), ld,
+                c2.data(), ld, d2.data(), ld, work2.data()));
+      CHECK(c1 == c2);
+      CHECK(d1 == d2);
+    }
+    r1 = A, r2 = A, b1 = B, b2 = B;
+    CHECK(blas::tpqrt2(m, n, 0, r1.data(), ld, b1.data(), ld, t1.data(), ld) ==
+          direct<T>(LAPACKE_stpqrt2_work, LAPACKE_dtpqrt2_work)(LAPACK_COL_MAJOR, m, n, 0,
+                                                                r2.data(), ld, b2.data(), ld,
+                                                                t2.data(), ld));
+    CHECK(r1 == r2);
+    CHECK(b1 == b2);
+    CHECK(t1 == t2);
+  }
+
+  SUBCASE("references: GEQRF, ORGQR, GELS") {
+    std::vector<T> a1 = A, a2 = A, tau1(n), tau2(n);
+    CHECK(blas::geqrf(m, n, a1.data(), ld, tau1.data()) ==
+          direct<T>(LAPACKE_sgeqrf, LAPACKE_dgeqrf)(LAPACK_COL_MAJOR, m, n, a2.data(), ld,
+                                                    tau2.data()));
+    CHECK(a1 == a2);
+    CHECK(tau1 == tau2);
+    CHECK(blas::orgqr(m, n, n, a1.data(), ld, tau1.data()) ==
+          direct<T>(LAPACKE_sorgqr, LAPACKE_dorgqr)(LAPACK_COL_MAJOR, m, n, n, a2.data(), ld,
+                                                    tau2.data()));
+    CHECK(a1 == a2);
+    a1 = A, a2 = A;
+    std::vector<T> b1 = B, b2 = B;
+    CHECK(blas::gels('N', m, n, 2, a1.data(), ld, b1.data(), ld) ==
+          direct<T>(LAPACKE_sgels, LAPACKE_dgels)(LAPACK_COL_MAJOR, 'N', m, n, 2, a2.data(), ld,
+                                                  b2.data(), ld));
+    CHECK(a1 == a2);
+    CHECK(b1 == b2);
+  }
 }

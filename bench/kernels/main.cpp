@@ -17,6 +17,7 @@
 #include <random>
 #include <string>
 #include <tessera/kernels_cpu.hpp>
+#include <tessera/kernels_cpu/blas.hpp>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -24,10 +25,6 @@
 #include "../common/machine.hpp"
 #include "flops.hpp"
 #include "tsmqr_gemm.hpp"
-
-#define LAPACK_COMPLEX_CPP
-#include <cblas.h>
-#include <lapacke.h>
 
 // OpenBLAS extensions, declared here so any cblas.h will do.
 extern "C" {
@@ -40,6 +37,7 @@ namespace {
 
 using namespace tessera::kernels;
 using namespace tessera::bench;
+namespace blas = tessera::blas;
 
 struct options {
   int nb = 256, ib = 32, repeat = 15, threads = 1;
@@ -67,39 +65,6 @@ std::pair<double, double> time_it(int repeat, const std::function<void()>& reset
 }
 
 template <class T>
-void gemm(int n, const T* A, const T* B, T* C) {
-  if constexpr (std::is_same_v<T, float>)
-    cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, A, n, B, n, 1.0f, C, n);
-  else
-    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, A, n, B, n, 1.0, C, n);
-}
-
-// LAPACK's own GEQRT / GEMQRT, to set beside core_geqrt / core_ormqr.
-int lapack_geqrt(int m, int n, int nb, float* a, int lda, float* t, int ldt, float* w) {
-  return LAPACKE_sgeqrt_work(LAPACK_COL_MAJOR, m, n, nb, a, lda, t, ldt, w);
-}
-int lapack_geqrt(int m, int n, int nb, double* a, int lda, double* t, int ldt, double* w) {
-  return LAPACKE_dgeqrt_work(LAPACK_COL_MAJOR, m, n, nb, a, lda, t, ldt, w);
-}
-int lapack_gemqrt(char s, char t, int m, int n, int k, int nb, const float* v, int ldv,
-                  const float* tf, int ldt, float* c, int ldc, float* w) {
-  return LAPACKE_sgemqrt_work(LAPACK_COL_MAJOR, s, t, m, n, k, nb, v, ldv, tf, ldt, c, ldc, w);
-}
-int lapack_gemqrt(char s, char t, int m, int n, int k, int nb, const double* v, int ldv,
-                  const double* tf, int ldt, double* c, int ldc, double* w) {
-  return LAPACKE_dgemqrt_work(LAPACK_COL_MAJOR, s, t, m, n, k, nb, v, ldv, tf, ldt, c, ldc, w);
-}
-
-int lapack_tpqrt(int m, int n, int nb, float* a, int lda, float* b, int ldb, float* t, int ldt,
-                 float* w) {
-  return LAPACKE_stpqrt_work(LAPACK_COL_MAJOR, m, n, 0, nb, a, lda, b, ldb, t, ldt, w);
-}
-int lapack_tpqrt(int m, int n, int nb, double* a, int lda, double* b, int ldb, double* t, int ldt,
-                 double* w) {
-  return LAPACKE_dtpqrt_work(LAPACK_COL_MAJOR, m, n, 0, nb, a, lda, b, ldb, t, ldt, w);
-}
-
-template <class T>
 std::vector<row> run(const options& o) {
   const int nb = o.nb, ib = o.ib;
   const std::size_t tile = static_cast<std::size_t>(nb) * nb;
@@ -122,7 +87,10 @@ std::vector<row> run(const options& o) {
     const auto A = random_tile(), B = random_tile();
     auto C = random_tile();
     const auto [med, mn] = time_it(
-        o.repeat, [] {}, [&] { gemm(nb, A.data(), B.data(), C.data()); });
+        o.repeat, [] {}, [&] {
+          blas::gemm(CblasNoTrans, CblasNoTrans, nb, nb, nb, T(1), A.data(), nb, B.data(), nb, T(1),
+                     C.data(), nb);
+        });
     rows.push_back({"gemm", "cblas", "2 nb^3", flops_gemm(n, n, n), med, mn});
   }
 
@@ -137,7 +105,7 @@ std::vector<row> run(const options& o) {
         {"geqrt", "core", "LAWN41 GEQRF: 4/3 nb^3 + 2 nb^2 + 14/3 nb", flops_geqrt(n), med, mn});
     const auto [lmed, lmn] = time_it(
         o.repeat, [&] { copy(A0, A); },
-        [&] { lapack_geqrt(nb, nb, ib, A.data(), nb, Tf.data(), ib, work.data()); });
+        [&] { blas::geqrt(nb, nb, ib, A.data(), nb, Tf.data(), ib, work.data()); });
     rows.push_back({"geqrt", "LAPACK GEQRT", "LAWN41 GEQRF: 4/3 nb^3 + 2 nb^2 + 14/3 nb",
                     flops_geqrt(n), lmed, lmn});
   }
@@ -155,7 +123,7 @@ std::vector<row> run(const options& o) {
     const auto [lmed, lmn] = time_it(
         o.repeat, [&] { copy(C0, C); },
         [&] {
-          lapack_gemqrt('L', 'T', nb, nb, nb, ib, A.data(), nb, Tf.data(), ib, C.data(), nb,
+          blas::gemqrt('L', 'T', nb, nb, nb, ib, A.data(), nb, Tf.data(), ib, C.data(), nb,
                         work.data());
         });
     rows.push_back({"ormqr", "LAPACK GEMQRT", "LAWN41 ORMQR (m=n=k=nb): 2 nb^3 + 3 nb^2",
@@ -172,7 +140,7 @@ std::vector<row> run(const options& o) {
       copy(B0, V);
     };
     const auto [lmed, lmn] = time_it(o.repeat, reset, [&] {
-      lapack_tpqrt(nb, nb, ib, R.data(), nb, V.data(), nb, Tts.data(), ib, work.data());
+      blas::tpqrt(nb, nb, 0, ib, R.data(), nb, V.data(), nb, Tts.data(), ib, work.data());
     });
     const auto [med, mn] = time_it(o.repeat, reset, [&] {
       core_tsqrt<T>(nb, nb, ib, R.data(), nb, V.data(), nb, Tts.data(), ib, work.data());

@@ -4,37 +4,10 @@
 // GEMM. Flops: 4 m2 n k + m2 k^2 + n k^2 (about 6 nb^3 against TPMQRT's 4 nb^3).
 #include "tsmqr_gemm.hpp"
 
-#include <cblas.h>
-
 #include <algorithm>
+#include <tessera/kernels_cpu/blas.hpp>
 
 namespace tessera::bench {
-namespace {
-
-void gemm(CBLAS_TRANSPOSE ta, int m, int n, int k, float alpha, const float* A, int lda,
-          const float* B, int ldb, float beta, float* C, int ldc) {
-  cblas_sgemm(CblasColMajor, ta, CblasNoTrans, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
-}
-void gemm(CBLAS_TRANSPOSE ta, int m, int n, int k, double alpha, const double* A, int lda,
-          const double* B, int ldb, double beta, double* C, int ldc) {
-  cblas_dgemm(CblasColMajor, ta, CblasNoTrans, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
-}
-void syrk_lower_vtv(int k, int m, const float* V, int ldv, float* G, int ldg) {
-  cblas_ssyrk(CblasColMajor, CblasLower, CblasTrans, k, m, 1.0f, V, ldv, 0.0f, G, ldg);
-}
-void syrk_lower_vtv(int k, int m, const double* V, int ldv, double* G, int ldg) {
-  cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, k, m, 1.0, V, ldv, 0.0, G, ldg);
-}
-void trmm_upper_trans(int m, int n, const float* T, int ldt, float* B, int ldb) {
-  cblas_strmm(CblasColMajor, CblasLeft, CblasUpper, CblasTrans, CblasNonUnit, m, n, 1.0f, T, ldt, B,
-              ldb);
-}
-void trmm_upper_trans(int m, int n, const double* T, int ldt, double* B, int ldb) {
-  cblas_dtrmm(CblasColMajor, CblasLeft, CblasUpper, CblasTrans, CblasNonUnit, m, n, 1.0, T, ldt, B,
-              ldb);
-}
-
-}  // namespace
 
 std::size_t tsmqr_gemm_workspace(int n, int k) {
   return static_cast<std::size_t>(k) * static_cast<std::size_t>(n + k);
@@ -50,17 +23,21 @@ void tsmqr_left_trans_gemm(int m2, int n, int k, int ib, T* A1, int lda1, T* A2,
     return p + i + static_cast<std::ptrdiff_t>(j) * ld;
   };
   for (int j = 0; j < n; ++j) std::copy_n(at(A1, lda1, 0, j), k, at(W, k, 0, j));
-  gemm(CblasTrans, k, n, m2, T(1), V, ldv, A2, lda2, T(1), W, k);  // W = A1 + V^T A2
-  syrk_lower_vtv(k, m2, V, ldv, G, k);                             // G = V^T V
+  // W = A1 + V^T A2, G = V^T V
+  blas::gemm(CblasTrans, CblasNoTrans, k, n, m2, T(1), V, ldv, A2, lda2, T(1), W, k);
+  blas::syrk(CblasLower, CblasTrans, k, m2, T(1), V, ldv, T(0), G, k);
   for (int j0 = 0; j0 < k; j0 += ib) {
     const int jb = std::min(ib, k - j0);
     if (j0 > 0)
-      gemm(CblasNoTrans, jb, n, j0, T(-1), at(G, k, j0, 0), k, W, k, T(1), at(W, k, j0, 0), k);
-    trmm_upper_trans(jb, n, at(Tf, ldt, 0, j0), ldt, at(W, k, j0, 0), k);
+      blas::gemm(CblasNoTrans, CblasNoTrans, jb, n, j0, T(-1), at(G, k, j0, 0), k, W, k, T(1),
+                 at(W, k, j0, 0), k);
+    blas::trmm(CblasLeft, CblasUpper, CblasTrans, CblasNonUnit, jb, n, T(1), at(Tf, ldt, 0, j0),
+               ldt, at(W, k, j0, 0), k);
   }
   for (int j = 0; j < n; ++j)
     for (int i = 0; i < k; ++i) *at(A1, lda1, i, j) -= *at(W, k, i, j);
-  gemm(CblasNoTrans, m2, n, k, T(-1), V, ldv, W, k, T(1), A2, lda2);  // A2 -= V W
+  // A2 -= V W
+  blas::gemm(CblasNoTrans, CblasNoTrans, m2, n, k, T(-1), V, ldv, W, k, T(1), A2, lda2);
 }
 
 template void tsmqr_left_trans_gemm<float>(int, int, int, int, float*, int, float*, int,

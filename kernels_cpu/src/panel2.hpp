@@ -2,12 +2,11 @@
 // The level-2 panel factorizations of GEQRT and TSQRT (LAPACK's GEQRT2 and TPQRT2 with l = 0) as
 // loops over columns, calling only LAPACK's LARFG (level 1).
 //
-// Why not LAPACK's own: every OpenBLAS level-2/3 call takes a global lock to borrow a buffer, so with
-// all cores calling small BLAS at once (the runtime's workers) the calls queue on it. On the GPU
-// machine's 16 cores (bench/kernels --threads 16, nb 192, ib 32) LAPACK's TPQRT took 3.6 ms instead
-// of 0.7 ms alone and GEQRT 20 ms instead of 0.7; OpenBLAS issues #478, #2712, #5589. Level-1 calls
-// (LARFG's NRM2 and SCAL) take no lock. The loops are the same arithmetic as LAPACK's, column by
-// column, with level-1 BLAS for the inner products and updates.
+// Why not LAPACK's own: every OpenBLAS level-2/3 call takes a global lock to borrow a buffer, so
+// with all cores calling small BLAS at once (the runtime's workers) the calls queue on it (OpenBLAS
+// issues #478, #2712, #5589; figures in docs/architecture.md and docs/results/history.md). Level-1
+// calls (LARFG's NRM2 and SCAL) take no lock. The loops are the same arithmetic as LAPACK's, column
+// by column, with level-1 BLAS for the inner products and updates.
 #include <cstddef>
 
 #include <tessera/kernels_cpu/blas.hpp>
