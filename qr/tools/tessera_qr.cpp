@@ -98,14 +98,16 @@ void write_trace(const config& c, tessera::runtime& rt) {
   tessera::print_summary(trace, tessera::summarize(trace), out);
 }
 
-// The host memory the tool itself needs beside the library's: the test matrix, the matrix that is
-// factored (host input), and the check's Q and work copy.
+// The host memory the tool itself needs beside the library's: one copy of the matrix (the tile
+// QR's input, the blocked QR's pinned working copy, or the source of a device copy), and with
+// --check the original again (when the blocked QR overwrote the only copy), Q and A - QR.
 template <class T>
 void require_tool_memory(const config& c, const qr::choice& ch) {
   const std::size_t mn = std::size_t(c.m) * std::size_t(c.n), elem = sizeof(T);
-  const bool host_work = c.memory == "host" && ch.algo == qr::algorithm::blocked;
-  std::size_t host = elem * mn * (1 + (host_work ? 1 : 0) + (c.check ? 2 : 0));
-  qr::require_available("tessera_qr", qr::memory::host, host, "the test matrix, its working copy and the check");
+  const bool in_place = c.memory == "host" && ch.algo == qr::algorithm::blocked;
+  const std::size_t host = elem * mn * (1 + (c.check ? (in_place ? 3 : 2) : 0));
+  qr::require_available("tessera_qr", qr::memory::host, host,
+                        c.check ? "the test matrix and the check" : "the test matrix");
   if (c.memory == "device")
     qr::require_available("tessera_qr", qr::memory::device, elem * mn, "the matrix in device memory");
 }
@@ -124,25 +126,31 @@ result run(const config& c) {
   }
   tessera::runtime rt(ro);
 
+  // One host copy of the matrix at a time: the blocked QR on host memory factors a pinned buffer
+  // in place, so the matrix is generated there before each run (untimed) and, for --check, once
+  // more afterwards; the tile QR reads a (its tiles are the library's copy); a device matrix is
+  // copied from a before each run.
   const int ld = std::max(1, c.m);
-  std::vector<T> a(std::size_t(c.m) * std::size_t(c.n));
-  qr::generate(c.spec, c.m, c.n, a.data(), ld);
-  // The factored copy: the blocked form works in place, in pinned memory for full-speed copies,
-  // or in device memory with --memory device; the tile form reads a itself.
+  const std::size_t count = std::size_t(c.m) * std::size_t(c.n);
+  auto generate = [&](T* dst) { qr::generate(c.spec, c.m, c.n, dst, ld); };
   const qr::memory where = c.memory == "device" ? qr::memory::device : qr::memory::host;
+  const bool in_place = where == qr::memory::host && res.choice.algo == qr::algorithm::blocked;
+  std::vector<T> a(in_place ? 0 : count);
+  if (!in_place) generate(a.data());
   tessera::pinned_buffer pinned;
   tessera::device_buffer on_device;
   T* work = a.data();
   if (where == qr::memory::device) {
-    on_device = rt.allocate_device(sizeof(T) * a.size());
+    on_device = rt.allocate_device(sizeof(T) * count);
     work = on_device.get<T>();
-  } else if (res.choice.algo == qr::algorithm::blocked) {
-    pinned = rt.allocate_pinned(sizeof(T) * a.size());
+  } else if (in_place) {
+    pinned = rt.allocate_pinned(sizeof(T) * std::max<std::size_t>(count, 1));
     work = pinned.get<T>();
   }
   const qr::matrix_ref<T> w{work, c.m, c.n, ld, where};
   auto prepare = [&] {
-    if (work != a.data()) qr::copy<T>(qr::host(a.data(), c.m, c.n, ld), w);
+    if (in_place) generate(work);
+    else if (where == qr::memory::device) qr::copy<T>(qr::host(a.data(), c.m, c.n, ld), w);
   };
 
   std::optional<qr::factorization<T>> f;
@@ -168,7 +176,13 @@ result run(const config& c) {
   res.transfers = {now.h2d_bytes - before.h2d_bytes, now.d2h_bytes - before.d2h_bytes,
                    now.h2d_copies - before.h2d_copies, now.d2h_copies - before.d2h_copies};
   res.seconds = median(seconds);
-  if (c.check) res.residuals = qr::check(*f, a.data(), ld);
+  if (c.check) {
+    if (in_place) {
+      a.resize(count);
+      generate(a.data());
+    }
+    res.residuals = qr::check(*f, a.data(), ld);
+  }
   return res;
 }
 
