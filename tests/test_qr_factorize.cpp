@@ -14,6 +14,7 @@
 #include "tessera/qr/check.hpp"
 #include "tessera/qr/factorize.hpp"
 #include "tessera/qr/gpu.hpp"
+#include "tessera/sched/detail/testing.hpp"
 #include "tessera/sched/memory.hpp"
 #include "test_util.hpp"
 
@@ -239,4 +240,36 @@ TEST_CASE("choose: the policy follows the measured rules and says why") {
   }
   const qr::choice cpu = qr::choose(1000, 1000, {.on = qr::target::cpu, .nb = 100});
   CHECK(cpu.ib == 25);  // the largest divisor of nb up to 32
+}
+
+TEST_CASE("factorize on a GPU: an injected CUDA failure reaches the caller, and the next factorization works") {
+  if (!qr::gpu_available()) return;  // the CPU paths are above; the hooks act on the GPU backend only
+  const int m = 600, n = 400;
+  const std::vector<double> a0 = random_matrix<double>(m, n, m, 77);
+  tessera::runtime rt(qr::gpu_runtime_options(2));
+  struct fault {
+    const char* what;
+    void (*inject)(unsigned) noexcept;
+  };
+  for (const fault fl : {fault{"launch", tessera::detail::testing::fail_gpu_launches},
+                         fault{"allocation", tessera::detail::testing::fail_allocations}})
+    for (qr::target t : {qr::target::gpu, qr::target::hybrid}) {
+      CAPTURE(fl.what);
+      CAPTURE(qr::name(t));
+      std::vector<double> a = a0;
+      fl.inject(1);
+      try {
+        qr::factorize(rt, qr::host(a.data(), m, n, m), {.on = t, .nb = 128});
+        FAIL("no error");
+      } catch (const std::exception& e) {
+        MESSAGE(e.what());
+        CHECK(std::string(e.what()).size() > 10);
+      }
+      fl.inject(0);
+      a = a0;
+      auto f = qr::factorize(rt, qr::host(a.data(), m, n, m), {.on = t, .nb = 128});
+      const qr::qr_residuals r = qr::check(f, a0.data(), m);
+      CHECK(r.qr < 60);
+      CHECK(r.orth < 60);
+    }
 }
