@@ -49,21 +49,10 @@ void set_identity(matrix_ref<T> a) {
     }
     return;
   }
-#if TESSERA_QR_CUDA
-  // Zeros by one 2-D memset, then the diagonal as a strided copy of ones.
-  const std::vector<T> ones(std::size_t(std::min(a.m, a.n)), T(1));
-  cudaError_t e = cudaMemset2D(a.data, sizeof(T) * std::size_t(a.ld), 0, sizeof(T) * std::size_t(a.m), std::size_t(a.n));
-  if (e == cudaSuccess)
-    e = cudaMemcpy2D(a.data, sizeof(T) * (std::size_t(a.ld) + 1), ones.data(), sizeof(T), sizeof(T), ones.size(),
-                     cudaMemcpyHostToDevice);
-  if (e != cudaSuccess) {
-    cudaGetLastError();
-    throw std::runtime_error(std::string("tessera::qr: setting a device matrix to the identity failed: ") +
-                             cudaGetErrorString(e));
-  }
-#else
-  throw std::invalid_argument("tessera::qr: a matrix in device memory needs Tessera built with CUDA");
-#endif
+  // Built on the host and copied: Q's shape, so the copy costs what forming Q will read anyway.
+  std::vector<T> h(std::size_t(a.m) * std::size_t(a.n));
+  set_identity(host(h.data(), a.m, a.n, a.m));
+  copy_matrix(a.m, a.n, h.data(), a.m, memory::host, a.data, a.ld, a.where);
 }
 
 template <class T>
