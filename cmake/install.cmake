@@ -15,6 +15,7 @@ set(TESSERA_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/Tessera"
 # Libraries: tessera_<name> with EXPORT_NAME <name>. A target is classified by its type, not its
 # name, so a tool target that happens to be called tessera_qr is installed as a program.
 set(_tessera_libraries)
+set(_tessera_cuda_libraries)
 set(_tessera_components)
 foreach(_name sched sched_cuda kernels_cpu kernels_gpu qr)
   if(NOT TARGET tessera_${_name})
@@ -28,7 +29,13 @@ foreach(_name sched sched_cuda kernels_cpu kernels_gpu qr)
   if(NOT _export_name)
     set_target_properties(tessera_${_name} PROPERTIES EXPORT_NAME ${_name})
   endif()
-  list(APPEND _tessera_libraries tessera_${_name})
+  # Libraries that link CUDA (in a CUDA build, qr links the GPU backend) go to an export file of
+  # their own, which TesseraConfig.cmake loads only where CUDA is wanted and found.
+  if(TESSERA_CUDA AND _name MATCHES "^(sched_cuda|kernels_gpu|qr)$")
+    list(APPEND _tessera_cuda_libraries tessera_${_name})
+  else()
+    list(APPEND _tessera_libraries tessera_${_name})
+  endif()
   list(APPEND _tessera_components ${_name})
   # The public headers: each library's include/ tree (and a generated one, if a library has it).
   get_target_property(_src tessera_${_name} SOURCE_DIR)
@@ -68,13 +75,20 @@ foreach(_target IN LISTS _tessera_all_targets)
   endif()
 endforeach()
 
-if(_tessera_libraries)
-  install(TARGETS ${_tessera_libraries} EXPORT TesseraTargets
-          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-          LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-          RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
-          INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-endif()
+foreach(_export IN ITEMS TesseraTargets TesseraCudaTargets)
+  if(_export STREQUAL "TesseraTargets")
+    set(_libraries ${_tessera_libraries})
+  else()
+    set(_libraries ${_tessera_cuda_libraries})
+  endif()
+  if(_libraries)
+    install(TARGETS ${_libraries} EXPORT ${_export}
+            ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+            LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+            RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+            INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  endif()
+endforeach()
 if(_tessera_programs)
   # Installed programs keep finding libraries outside the system paths (CUDA's lib64, and the
   # project's own lib/ should a library ever become shared).
@@ -90,6 +104,12 @@ if(_tessera_libraries)
           NAMESPACE Tessera::
           FILE TesseraTargets.cmake
           DESTINATION ${TESSERA_INSTALL_CMAKEDIR})
+  if(_tessera_cuda_libraries)
+    install(EXPORT TesseraCudaTargets
+            NAMESPACE Tessera::
+            FILE TesseraCudaTargets.cmake
+            DESTINATION ${TESSERA_INSTALL_CMAKEDIR})
+  endif()
 
   # What the config needs to find the dependencies again as this build found them.
   set(TESSERA_CONFIG_COMPONENTS ${_tessera_components})

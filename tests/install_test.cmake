@@ -77,3 +77,17 @@ if(NOT EXISTS "${program}")
   set(program "${build}/${CONFIG}/consumer")   # multi-config generators
 endif()
 run_step(run "${program}")
+
+# A scheduler-only consumer needs no CUDA: it configures with CUDA hidden (CUDAToolkit cannot be
+# found), builds and runs.
+set(sched_only "${WORK_DIR}/build-sched-only")
+set(sched_only_args ${configure_args})
+list(TRANSFORM sched_only_args REPLACE "^${build}$" "${sched_only}")
+run_step(configure-sched-only ${CMAKE_COMMAND} ${sched_only_args}
+         -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON -DCONSUMER_ALL_HEADERS=OFF)
+run_step(build-sched-only ${CMAKE_COMMAND} --build "${sched_only}" --config ${CONFIG})
+set(program "${sched_only}/consumer")
+if(NOT EXISTS "${program}")
+  set(program "${sched_only}/${CONFIG}/consumer")
+endif()
+run_step(run-sched-only "${program}")

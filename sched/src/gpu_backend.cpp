@@ -6,8 +6,6 @@
 #include "detail.hpp"
 #include "runtime_impl.hpp"
 
-#if TESSERA_SCHED_CUDA
-
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -687,9 +685,7 @@ void cuda_memory::free(void* p, bool pinned) noexcept {
   else cudaFreeAsync(p, nullptr);
 }
 
-}  // namespace
-
-bool gpu_backend::available() noexcept {
+bool cuda_available() noexcept {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess) {
     cudaGetLastError();
@@ -698,20 +694,26 @@ bool gpu_backend::available() noexcept {
   return n > 0;
 }
 
-std::unique_ptr<gpu_backend> gpu_backend::create(runtime_impl& rt, const runtime_options& options) {
-  if (!available()) throw std::runtime_error("tessera::runtime: gpu_streams > 0 but there is no CUDA device");
+std::unique_ptr<gpu_backend> cuda_create(runtime_impl& rt, const runtime_options& options) {
+  if (!cuda_available()) throw std::runtime_error("tessera::runtime: gpu_streams > 0 but there is no CUDA device");
   return std::make_unique<cuda_backend>(rt, options);
 }
 
+constexpr gpu_backend_entry cuda_entry{cuda_available, cuda_create};
+
+}  // namespace
 }  // namespace tessera::detail
 
-#else  // built without CUDA
+namespace tessera {
 
-namespace tessera::detail {
-bool gpu_backend::available() noexcept { return false; }
-std::unique_ptr<gpu_backend> gpu_backend::create(runtime_impl&, const runtime_options&) {
-  throw std::runtime_error("tessera::runtime: gpu_streams > 0 but Tessera was built without CUDA");
+bool enable_gpu_backend() noexcept {
+  detail::register_gpu_backend(detail::cuda_entry);
+  return true;
 }
-}  // namespace tessera::detail
 
-#endif
+namespace {
+// Linking this file (Tessera::sched_cuda asks the linker for it) is enough to register it.
+[[maybe_unused]] const bool registered_at_load = enable_gpu_backend();
+}  // namespace
+
+}  // namespace tessera

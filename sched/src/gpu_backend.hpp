@@ -34,8 +34,19 @@ inline bool take_injected(std::atomic<unsigned>& n) noexcept {
   return left > 0;
 }
 
+class gpu_backend;
+
+// The GPU backend lives in a library of its own (Tessera::sched_cuda), so that the core never
+// links CUDA; linked in, it registers these (tessera::enable_gpu_backend).
+struct gpu_backend_entry {
+  bool (*available)() noexcept;
+  std::unique_ptr<gpu_backend> (*create)(runtime_impl& rt, const runtime_options& options);
+};
+void register_gpu_backend(const gpu_backend_entry& entry) noexcept;
+
 class gpu_backend {
  public:
+  // The registered backend's: false, and a std::runtime_error naming Tessera::sched_cuda, if none.
   static bool available() noexcept;
   static std::unique_ptr<gpu_backend> create(runtime_impl& rt, const runtime_options& options);
   virtual ~gpu_backend() = default;

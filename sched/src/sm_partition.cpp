@@ -1,5 +1,3 @@
-#if TESSERA_SCHED_CUDA
-
 #include "sm_partition.hpp"
 
 #include <cudaTypedefs.h>
@@ -76,5 +74,3 @@ cudaStream_t sm_partition::make_stream(bool reserved, int priority) const {
 }
 
 }  // namespace tessera::detail
-
-#endif

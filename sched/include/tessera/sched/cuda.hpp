@@ -7,6 +7,11 @@
 
 namespace tessera {
 
+namespace detail {
+// Code that includes this uses the GPU backend: this reference links it (Tessera::sched_cuda).
+inline const bool gpu_backend_enabled = enable_gpu_backend();
+}  // namespace detail
+
 inline cudaStream_t stream_of(const task_context& ctx) { return static_cast<cudaStream_t>(ctx.stream()); }
 inline cublasHandle_t blas_of(const task_context& ctx) { return static_cast<cublasHandle_t>(ctx.blas()); }
 template <class T>

@@ -75,6 +75,12 @@ struct runtime_options {
   unsigned gpu_urgent_sms = 0;
 };
 
+// The GPU backend is a library of its own, Tessera::sched_cuda (tessera_sched_cuda), so that the
+// scheduler alone (Tessera::sched) needs no CUDA. Linking it registers the backend; so does this
+// call, which it defines (tessera/sched/cuda.hpp makes it for its includers). Without the backend,
+// runtime::gpu_available() is false and gpu_streams > 0 throws std::runtime_error naming it.
+bool enable_gpu_backend() noexcept;
+
 // Bytes and copies the GPU backend moved between host and device.
 struct transfer_stats {
   std::uint64_t h2d_bytes = 0, d2h_bytes = 0;
