@@ -14,10 +14,7 @@
 
 #include "test_util.hpp"
 
-#ifndef LAPACK_COMPLEX_CPP
-#define LAPACK_COMPLEX_CPP
-#endif
-#include <lapacke.h>
+#include "tessera/kernels_cpu/blas.hpp"
 
 namespace tessera::testing::gpu {
 
@@ -129,11 +126,9 @@ std::vector<T>& lapack_work(int nb, int m, int n) {
 }
 
 // LAPACK GEQRT (block size nb): V and R in a, the blocks' T in t.
-inline int geqrt(int m, int n, int nb, float* a, int lda, float* t, int ldt) {
-  return LAPACKE_sgeqrt_work(LAPACK_COL_MAJOR, m, n, nb, a, lda, t, ldt, lapack_work<float>(nb, m, n).data());
-}
-inline int geqrt(int m, int n, int nb, double* a, int lda, double* t, int ldt) {
-  return LAPACKE_dgeqrt_work(LAPACK_COL_MAJOR, m, n, nb, a, lda, t, ldt, lapack_work<double>(nb, m, n).data());
+template <class T>
+int geqrt(int m, int n, int nb, T* a, int lda, T* t, int ldt) {
+  return tessera::blas::geqrt(m, n, nb, a, lda, t, ldt, lapack_work<T>(nb, m, n).data());
 }
 
 }  // namespace tessera::testing::gpu

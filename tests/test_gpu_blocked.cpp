@@ -1,8 +1,8 @@
-// geqrt_gpu (blocked QR in LAPACK GEQRT form, the panels on the GPU, as tasks on the runtime), float
+// blocked_qr_gpu (blocked QR in LAPACK GEQRT form, the panels on the GPU, as tasks on the runtime), float
 // and double: residuals over shapes (one panel, ragged last panels, ib not dividing nb, bulk updates
 // split, padding rows untouched), |diag R| and the full R against LAPACK's GEQRT, NaN/Inf input
 // rejected with A and T untouched and the runtime still usable, argument errors, and
-// geqrt_gpu_task_count against the progress ticks. Skips (exit 77) where there is no CUDA device.
+// the runtime's task counts. Skips (exit 77) where there is no CUDA device.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -18,17 +18,16 @@
 #include "tessera/sched.hpp"
 #include "test_util.hpp"
 
-#define LAPACK_COMPLEX_CPP
-#include <lapacke.h>
+#include "tessera/kernels_cpu/blas.hpp"
 
 namespace {
-const bool skip_without_device = tessera::testing::skip_unless(tessera::qr::hybrid_available());
+const bool skip_without_device = tessera::testing::skip_unless(tessera::qr::gpu_available());
 
-inline lapack_int lapack_geqrt(int m, int n, int nb, float* a, int lda, float* t, int ldt) {
-  return LAPACKE_sgeqrt(LAPACK_COL_MAJOR, m, n, nb, a, lda, t, ldt);
-}
-inline lapack_int lapack_geqrt(int m, int n, int nb, double* a, int lda, double* t, int ldt) {
-  return LAPACKE_dgeqrt(LAPACK_COL_MAJOR, m, n, nb, a, lda, t, ldt);
+// LAPACK GEQRT, the reference the blocked QR must match.
+template <class T>
+int lapack_geqrt(int m, int n, int nb, T* a, int lda, T* t, int ldt) {
+  std::vector<T> work(std::size_t(std::max(nb, 1)) * std::size_t(std::max(n, 1)));
+  return tessera::blas::geqrt(m, n, nb, a, lda, t, ldt, work.data());
 }
 
 template <class T>
@@ -45,7 +44,7 @@ struct problem {
         a0(tessera::testing::random_matrix<T>(rows, cols, rows + pad, salt)), a(a0),
         t(std::size_t(panel) * std::size_t(cols), t_sentinel<T>) {}
   void factor(tessera::runtime& rt, const tessera::qr::blocked_options& o) {
-    tessera::qr::geqrt_gpu(rt, m, n, a.data(), lda, t.data(), nb, o);
+    tessera::qr::blocked_qr_gpu(rt, m, n, a.data(), lda, t.data(), nb, o);
   }
   tessera::qr::qr_residuals check() const {
     return tessera::qr::check_geqrt(m, n, nb, a.data(), lda, t.data(), nb, a0.data(), lda);
@@ -69,13 +68,13 @@ bool bitwise_equal(const std::vector<T>& x, const std::vector<T>& y) {
 }
 }  // namespace
 
-TEST_CASE_TEMPLATE("geqrt_gpu: residuals, padding and |diag R| against LAPACK GEQRT over shapes", T, float,
+TEST_CASE_TEMPLATE("blocked_qr_gpu: residuals, padding and |diag R| against LAPACK GEQRT over shapes", T, float,
                    double) {
   (void)skip_without_device;
   struct shape {
     int m, n, nb, ib, bulk_columns, pad, lookahead = 1;
   };
-  tessera::runtime rt(tessera::qr::hybrid_runtime_options(4));
+  tessera::runtime rt(tessera::qr::gpu_runtime_options(4));
   std::uint64_t salt = 0;
   // Lookahead 0 is the default (deep); 2-3 with bulk updates split or whole; 9 covers every column.
   for (const shape s : {shape{1000, 1000, 128, 32, 0, 0}, shape{777, 500, 96, 32, 0, 3},
@@ -94,7 +93,7 @@ TEST_CASE_TEMPLATE("geqrt_gpu: residuals, padding and |diag R| against LAPACK GE
     problem<T> p(s.m, s.n, s.pad, s.nb, ++salt);
     p.factor(rt, blocked(s.nb, s.ib, s.bulk_columns, s.lookahead));
     const auto res = p.check();
-    MESSAGE("geqrt_gpu " << s.m << " x " << s.n << " nb " << s.nb << " ib " << s.ib << ": qr residual "
+    MESSAGE("blocked_qr_gpu " << s.m << " x " << s.n << " nb " << s.nb << " ib " << s.ib << ": qr residual "
                          << res.qr << ", orthogonality " << res.orth);
     CHECK(res.passed());
 
@@ -119,9 +118,9 @@ TEST_CASE_TEMPLATE("geqrt_gpu: residuals, padding and |diag R| against LAPACK GE
   }
 }
 
-TEST_CASE("geqrt_gpu gives LAPACK GEQRT's R (rows' signs fixed)") {
+TEST_CASE("blocked_qr_gpu gives LAPACK GEQRT's R (rows' signs fixed)") {
   const int m = 600, n = 400, nb = 128, ib = 32;
-  tessera::runtime rt(tessera::qr::hybrid_runtime_options(4));
+  tessera::runtime rt(tessera::qr::gpu_runtime_options(4));
   problem<double> p(m, n, 0, nb, 100);
   p.factor(rt, blocked(nb, ib));
   std::vector<double> ref = p.a0, t_ref(std::size_t(nb) * n);
@@ -140,10 +139,10 @@ TEST_CASE("geqrt_gpu gives LAPACK GEQRT's R (rows' signs fixed)") {
   CHECK(rel < 1e-10);
 }
 
-TEST_CASE_TEMPLATE("geqrt_gpu: NaN and Inf input are rejected, A and T untouched, the runtime usable", T,
+TEST_CASE_TEMPLATE("blocked_qr_gpu: NaN and Inf input are rejected, A and T untouched, the runtime usable", T,
                    float, double) {
   const int m = 500, n = 400, nb = 128, ib = 32;
-  tessera::runtime rt(tessera::qr::hybrid_runtime_options(4));
+  tessera::runtime rt(tessera::qr::gpu_runtime_options(4));
   problem<T> p(m, n, 3, nb, 200);
   std::string where;
   SUBCASE("NaN inside the third column block") {
@@ -168,14 +167,14 @@ TEST_CASE_TEMPLATE("geqrt_gpu: NaN and Inf input are rejected, A and T untouched
   CHECK(res.passed());
 }
 
-TEST_CASE_TEMPLATE("geqrt_gpu: argument errors name the argument", T, float, double) {
+TEST_CASE_TEMPLATE("blocked_qr_gpu: argument errors name the argument", T, float, double) {
   namespace qr = tessera::qr;
   using tessera::testing::invalid_message;
   const int m = 64, n = 64, nb = 32;
-  tessera::runtime rt(qr::hybrid_runtime_options(2));
+  tessera::runtime rt(qr::gpu_runtime_options(2));
   std::vector<T> a(std::size_t(m) * n, T(1)), t(std::size_t(nb) * n, T(0));
   auto message = [&](int rows, int cols, T* pa, int lda, int ldt, const qr::blocked_options& o) {
-    return invalid_message([&] { qr::geqrt_gpu(rt, rows, cols, pa, lda, t.data(), ldt, o); });
+    return invalid_message([&] { qr::blocked_qr_gpu(rt, rows, cols, pa, lda, t.data(), ldt, o); });
   };
   const auto contains = [](const std::string& s, const char* what) { return s.find(what) != std::string::npos; };
   std::string e;
@@ -190,15 +189,15 @@ TEST_CASE_TEMPLATE("geqrt_gpu: argument errors name the argument", T, float, dou
   CHECK(bitwise_equal(a, std::vector<T>(std::size_t(m) * n, T(1))));
 
   tessera::runtime cpu({.workers = 2});  // no GPU streams
-  e = invalid_message([&] { qr::geqrt_gpu(cpu, m, n, a.data(), m, t.data(), nb, blocked(nb, 32)); });
+  e = invalid_message([&] { qr::blocked_qr_gpu(cpu, m, n, a.data(), m, t.data(), nb, blocked(nb, 32)); });
   CHECK_MESSAGE(contains(e, "no GPU"), e);
 }
 
-TEST_CASE("geqrt_gpu_task_count is the number of progress ticks") {
+TEST_CASE("blocked_qr_gpu: the runtime counts every task it inserted as done") {
   struct shape {
     int m, n, nb, bulk_columns, lookahead;
   };
-  tessera::runtime rt(tessera::qr::hybrid_runtime_options(4));
+  tessera::runtime rt(tessera::qr::gpu_runtime_options(4));
   std::uint64_t salt = 300;
   for (const shape s : {shape{700, 500, 128, 0, 1}, shape{1000, 900, 96, 2, 1}, shape{900, 640, 0, 0, 0},
                         shape{1000, 900, 96, 2, 3}, shape{600, 600, 128, 0, 7}}) {
@@ -207,13 +206,13 @@ TEST_CASE("geqrt_gpu_task_count is the number of progress ticks") {
     CAPTURE(s.nb);
     CAPTURE(s.bulk_columns);
     CAPTURE(s.lookahead);
-    std::atomic<std::uint64_t> ticks{0};
     auto o = blocked(s.nb, 32, s.bulk_columns, s.lookahead);
-    o.progress = &ticks;
+    const std::uint64_t before = rt.tasks_submitted();
     const int nb = s.nb > 0 ? s.nb : tessera::qr::default_blocked_nb(s.n);
     problem<double> p(s.m, s.n, 0, nb, ++salt);
     p.factor(rt, o);
-    CHECK(ticks.load() == tessera::qr::geqrt_gpu_task_count(s.m, s.n, o));
+    CHECK(rt.tasks_submitted() > before);
+    CHECK(rt.tasks_completed() == rt.tasks_submitted());
     CHECK(p.check().passed());
   }
 }

@@ -10,8 +10,7 @@
 #include <string>
 #include <vector>
 
-#include <cblas.h>
-#include <lapacke.h>
+#include "tessera/kernels_cpu/blas.hpp"
 
 #include "tessera/qr.hpp"
 #include "tessera/sched.hpp"
@@ -25,18 +24,15 @@ namespace {
 
 template <class T>
 double eps() {
-  return std::is_same_v<T, float> ? LAPACKE_slamch('E') : LAPACKE_dlamch('E');
+  return tessera::blas::lamch<T>('E');
 }
 
 // C := alpha op(A) B + beta C, column-major, op = A or A^T.
 template <class T>
 void gemm(bool trans_a, int m, int n, int k, T alpha, const T* a, int lda, const T* b, int ldb, T beta,
           T* c, int ldc) {
-  const auto ta = trans_a ? CblasTrans : CblasNoTrans;
-  if constexpr (std::is_same_v<T, float>)
-    cblas_sgemm(CblasColMajor, ta, CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  else
-    cblas_dgemm(CblasColMajor, ta, CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  tessera::blas::gemm(trans_a ? CblasTrans : CblasNoTrans, CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                      ldc);
 }
 
 // max_j sum_i |x_ij - y_ij| (the 1-norm of the difference) of two m x n matrices with ld = m.
@@ -110,8 +106,8 @@ TEST_CASE("ungqr: thin Q equals LAPACK's ORGQR Q up to column signs (double)") {
     std::vector<double> q(std::size_t(m) * k);
     ungqr(rt, f, q_shape::thin, q.data(), m);
     std::vector<double> ref(a), tau(static_cast<std::size_t>(k));
-    REQUIRE(LAPACKE_dgeqrf(LAPACK_COL_MAJOR, m, n, ref.data(), m, tau.data()) == 0);
-    REQUIRE(LAPACKE_dorgqr(LAPACK_COL_MAJOR, m, k, k, ref.data(), m, tau.data()) == 0);
+    REQUIRE(tessera::blas::geqrf(m, n, ref.data(), m, tau.data()) == 0);
+    REQUIRE(tessera::blas::orgqr(m, k, k, ref.data(), m, tau.data()) == 0);
     double worst = 0;
     for (int c = 0; c < k; ++c) {
       // Column signs follow R's diagonal signs; pick them from the largest entry.
@@ -205,11 +201,7 @@ TEST_CASE_TEMPLATE("gels: solutions and residual rows match LAPACK GELS", T, flo
     const std::vector<T> b0 = random_matrix<T>(s.m, s.nrhs, ldb, ++salt);
     std::vector<T> x(b0), ref(b0), aref(a);
     gels(rt, s.m, s.n, s.nrhs, a.data(), s.m, x.data(), ldb, s.nb, s.ib);
-    lapack_int info;
-    if constexpr (std::is_same_v<T, float>)
-      info = LAPACKE_sgels(LAPACK_COL_MAJOR, 'N', s.m, s.n, s.nrhs, aref.data(), s.m, ref.data(), ldb);
-    else
-      info = LAPACKE_dgels(LAPACK_COL_MAJOR, 'N', s.m, s.n, s.nrhs, aref.data(), s.m, ref.data(), ldb);
+    const int info = tessera::blas::gels('N', s.m, s.n, s.nrhs, aref.data(), s.m, ref.data(), ldb);
     REQUIRE(info == 0);
     const double tol = std::is_same_v<T, float> ? 1e-4 : 1e-12;
     for (int c = 0; c < s.nrhs; ++c) {

@@ -33,10 +33,10 @@
 #include <thread>
 #include <vector>
 
-#include <lapacke.h>
 
 #include "../common/machine.hpp"
 #include "../common/svg_chart.hpp"
+#include "tessera/kernels_cpu/blas.hpp"
 #include "tessera/qr.hpp"
 #include "tessera/sched.hpp"
 
@@ -44,6 +44,8 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
+
+#include "tessera/kernels_gpu/cublas.hpp"
 #endif
 
 extern "C" {
@@ -89,11 +91,6 @@ struct contestant {
   bool gemm_flops = false;  // rated by 2 n^3 (a GEMM reference), not the GEQRF count
 };
 
-template <class T>
-lapack_int lapack_geqrf(int m, int n, T* a, int lda, T* tau, T* work, lapack_int lwork) {
-  if constexpr (std::is_same_v<T, float>) return LAPACKE_sgeqrf_work(LAPACK_COL_MAJOR, m, n, a, lda, tau, work, lwork);
-  else return LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, m, n, a, lda, tau, work, lwork);
-}
 
 template <class T>
 contestant<T> tessera_cpu(tessera::runtime& rt, const options& o) {
@@ -262,12 +259,10 @@ contestant<T> cublas_gemm() {
                     cuda_check(cudaMalloc(&da, sizeof(T) * a.size()), "cudaMalloc");
                     cuda_check(cudaMalloc(&dc, sizeof(T) * a.size()), "cudaMalloc");
                     cuda_check(cudaMemcpy(da, a.data(), sizeof(T) * a.size(), cudaMemcpyHostToDevice), "cudaMemcpy");
-                    const T one = 1, zero = 0;
                     auto gemm = [&] {
-                      if constexpr (std::is_same_v<T, float>)
-                        cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, da, n, da, n, &zero, dc, n);
-                      else
-                        cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, da, n, da, n, &zero, dc, n);
+                      tessera::cublas::check("tessera_qr_bench", "gemm",
+                                             tessera::cublas::gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, T(1), da, n,
+                                                                   da, n, T(0), dc, n));
                     };
                     gemm();  // warm-up
                     cuda_check(cudaDeviceSynchronize(), "gemm");
@@ -292,12 +287,12 @@ contestant<T> lapack() {
           [cores](const std::vector<T>& a, int n) {
             std::vector<T> w(a), tau(static_cast<std::size_t>(n));
             T query = 0;
-            lapack_geqrf<T>(n, n, w.data(), n, tau.data(), &query, -1);
+            tessera::blas::geqrf(n, n, w.data(), n, tau.data(), &query, -1);
             std::vector<T> work(std::size_t(query) + 1);
             tessera::qr::blas_threads all(cores);
             const auto t0 = std::chrono::steady_clock::now();
-            const lapack_int info = lapack_geqrf<T>(n, n, w.data(), n, tau.data(), work.data(),
-                                                    lapack_int(work.size()));
+            const int info = tessera::blas::geqrf(n, n, w.data(), n, tau.data(), work.data(),
+                                                  int(work.size()));
             const double s = seconds_since(t0);
             if (info != 0) throw std::runtime_error("LAPACK geqrf failed: info = " + std::to_string(info));
             return s;

@@ -183,6 +183,13 @@ inline int geqrf(int m, int n, float* a, int lda, float* tau) {
 inline int geqrf(int m, int n, double* a, int lda, double* tau) {
   return LAPACKE_dgeqrf(LAPACK_COL_MAJOR, m, n, a, lda, tau);
 }
+// The same on caller workspace (lwork = -1: the size wanted, in work[0]), for timing LAPACK alone.
+inline int geqrf(int m, int n, float* a, int lda, float* tau, float* work, int lwork) {
+  return LAPACKE_sgeqrf_work(LAPACK_COL_MAJOR, m, n, a, lda, tau, work, lwork);
+}
+inline int geqrf(int m, int n, double* a, int lda, double* tau, double* work, int lwork) {
+  return LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, m, n, a, lda, tau, work, lwork);
+}
 
 inline int orgqr(int m, int n, int k, float* a, int lda, const float* tau) {
   return LAPACKE_sorgqr(LAPACK_COL_MAJOR, m, n, k, a, lda, tau);
