@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 
 #include "sm_partition.hpp"
 
@@ -139,6 +140,7 @@ class cuda_backend final : public gpu_backend {
       cudaEventDestroy(done);
       cudaFreeHost(p);
     }
+    for (auto& [p, bytes] : _pinned_cache) cudaFreeHost(p);
     for (void* p : _pooled) cudaFreeAsync(p, _h2d);
     for (unsigned i = 0; i < _scratch.size(); ++i)
       if (_scratch[i].data) cudaFreeAsync(_scratch[i].data, _streams[i]);
@@ -191,13 +193,16 @@ class cuda_backend final : public gpu_backend {
     device_scope on(_device);
     void* p = nullptr;
     if (pinned) {
-      const cudaError_t e =
-          take_injected(injected_allocation_failures) ? cudaErrorMemoryAllocation : cudaMallocHost(&p, bytes ? bytes : 1);
+      const bool injected = take_injected(injected_allocation_failures);
+      if (!injected && (p = reuse_pinned(bytes))) return p;
+      const cudaError_t e = injected ? cudaErrorMemoryAllocation : cudaMallocHost(&p, bytes ? bytes : 1);
       if (e != cudaSuccess) {
         cudaGetLastError();
         throw std::runtime_error("tessera::runtime::allocate_pinned: cannot allocate " + std::to_string(bytes) +
                                  " bytes of pinned host memory (" + cudaGetErrorString(e) + ")");
       }
+      std::lock_guard lock(_mutex);
+      _pinned_sizes[p] = bytes ? bytes : 1;
       return p;
     }
     // Synchronizing the memory stream (not the device) makes p usable on any stream at once.
@@ -207,6 +212,43 @@ class cuda_backend final : public gpu_backend {
       throw std::runtime_error("tessera::runtime::allocate_device: cannot allocate " + std::to_string(bytes) +
                                " bytes of device memory" + allocation_failure(e, _device));
     return p;
+  }
+
+  // A cached pinned block of at least `bytes` and at most twice that, or null.
+  void* reuse_pinned(std::size_t bytes) {
+    std::lock_guard lock(_mutex);
+    std::size_t best = _pinned_cache.size();
+    for (std::size_t i = 0; i < _pinned_cache.size(); ++i) {
+      const std::size_t size = _pinned_cache[i].second;
+      if (size >= bytes && size / 2 <= bytes && (best == _pinned_cache.size() || size < _pinned_cache[best].second))
+        best = i;
+    }
+    if (best == _pinned_cache.size()) return nullptr;
+    void* p = _pinned_cache[best].first;
+    _pinned_cached -= _pinned_cache[best].second;
+    _pinned_cache.erase(_pinned_cache.begin() + std::ptrdiff_t(best));
+    return p;
+  }
+
+  // A pinned block no work uses any more: kept for reuse while the cache stays under its bound
+  // (the oldest go first), else freed. Under _mutex.
+  void release_pinned(void* p) {
+    const auto it = _pinned_sizes.find(p);
+    const std::size_t size = it == _pinned_sizes.end() ? pinned_cache_bytes + 1 : it->second;
+    if (size > pinned_cache_bytes) {
+      cudaFreeHost(p);
+      if (it != _pinned_sizes.end()) _pinned_sizes.erase(it);
+      return;
+    }
+    _pinned_cache.emplace_back(p, size);
+    _pinned_cached += size;
+    while (_pinned_cached > pinned_cache_bytes) {
+      auto [q, bytes] = _pinned_cache.front();
+      _pinned_cache.erase(_pinned_cache.begin());
+      _pinned_cached -= bytes;
+      _pinned_sizes.erase(q);
+      cudaFreeHost(q);
+    }
   }
 
   // Frees p after all the work enqueued so far on the runtime's streams: a task launched before
@@ -230,7 +272,8 @@ class cuda_backend final : public gpu_backend {
     if (cudaEventCreateWithFlags(&done, cudaEventDisableTiming) != cudaSuccess || cudaEventRecord(done, _mem) != cudaSuccess) {
       cudaGetLastError();
       cudaStreamSynchronize(_mem);  // cannot tell when: wait for the memory stream only
-      cudaFreeHost(p);
+      std::lock_guard lock(_mutex);
+      release_pinned(p);
       return;
     }
     {
@@ -593,7 +636,7 @@ class cuda_backend final : public gpu_backend {
       }
       if (e != cudaSuccess) cudaGetLastError();
       cudaEventDestroy(done);
-      cudaFreeHost(p);
+      release_pinned(p);
       _host_frees[i] = _host_frees.back();
       _host_frees.pop_back();
     }
@@ -644,6 +687,13 @@ class cuda_backend final : public gpu_backend {
   std::vector<scratch_space> _scratch;  // per stream: GPU tasks' scratch (GPU thread only)
   std::shared_ptr<cuda_memory> _memory;
   std::vector<std::pair<void*, cudaEvent_t>> _host_frees;  // pinned memory to free once its event fires; _mutex
+  // Pinned blocks freed and kept for reuse, oldest first (_mutex): cudaMallocHost costs about as
+  // much as copying the memory it pins, so a factorization that allocates its T each call (134 MB
+  // at n = 32768) would pay tens of ms every time. Bounded by pinned_cache_bytes.
+  static constexpr std::size_t pinned_cache_bytes = std::size_t(1) << 30;
+  std::vector<std::pair<void*, std::size_t>> _pinned_cache;
+  std::size_t _pinned_cached = 0;
+  std::unordered_map<void*, std::size_t> _pinned_sizes;  // every pinned block allocated; _mutex
   unsigned _regular = 0;               // streams [0, _regular) are regular; the urgent one follows
   unsigned _depth;
   int _urgent_priority;
