@@ -79,7 +79,8 @@ std::vector<path> paths() {
 // Every operation of one factorization of an m x n random matrix, checked.
 template <class T>
 void check_everything(const path& p, int m, int n, std::uint64_t salt) {
-  CAPTURE(p.name);
+  const std::string path_name = p.name;
+  CAPTURE(path_name);
   CAPTURE(m);
   CAPTURE(n);
   const int ld = std::max(1, m);
@@ -212,8 +213,8 @@ TEST_CASE("factorize: bad arguments name the argument") {
             .find("use target gpu") != std::string::npos);
   CHECK(invalid_message([&] { qr::choose(5, 10, {.algo = qr::algorithm::blocked}); }).find("blocked") !=
         std::string::npos);
-  CHECK(invalid_message([&] { qr::choose(10, 10, {.nb = 64, .ib = 24}); }).find("does not divide") !=
-        std::string::npos);
+  CHECK(invalid_message([&] { qr::choose(10, 10, {.on = qr::target::cpu, .nb = 64, .ib = 24}); })
+            .find("does not divide") != std::string::npos);
 }
 
 TEST_CASE("choose: the policy follows the measured rules and says why") {
@@ -254,15 +255,16 @@ TEST_CASE("factorize on a GPU: an injected CUDA failure reaches the caller, and 
   for (const fault fl : {fault{"launch", tessera::detail::testing::fail_gpu_launches},
                          fault{"allocation", tessera::detail::testing::fail_allocations}})
     for (qr::target t : {qr::target::gpu, qr::target::hybrid}) {
-      CAPTURE(fl.what);
-      CAPTURE(qr::name(t));
+      const std::string what = std::string(fl.what) + " failure, target " + qr::name(t);
+      CAPTURE(what);
       std::vector<double> a = a0;
       fl.inject(1);
       try {
         qr::factorize(rt, qr::host(a.data(), m, n, m), {.on = t, .nb = 128});
         FAIL("no error");
       } catch (const std::exception& e) {
-        MESSAGE(e.what());
+        const std::string message = what + ": " + e.what();
+        MESSAGE(message);
         CHECK(std::string(e.what()).size() > 10);
       }
       fl.inject(0);

@@ -352,7 +352,7 @@ int main(int argc, char** argv) {
       if (!qr::gpu_available()) std::printf("tessera_qr: no CUDA device: running on the CPUs\n");
       std::printf("tessera_qr: %d x %d %s, %s matrix, nb %d, ib %d: %s", c.m, c.n,
                   c.precision == "s" ? "single" : "double", c.matrix.c_str(), ch.nb, ch.ib, ch.reason.c_str());
-      if (ch.on == qr::target::cpu) std::printf(" (%u CPU threads)\n", c.threads);
+      if (ch.on == qr::target::cpu) std::printf(" (running on the CPUs: %u threads)\n", c.threads);
       else std::printf(" (%s; %u CPU threads, lookahead %d)\n", qr::gpu_name().c_str(), c.threads, ch.lookahead);
       std::fflush(stdout);
     }
