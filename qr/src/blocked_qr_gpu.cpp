@@ -64,6 +64,9 @@ class blocked_qr {
       _dt = _t_dev.get<T>();
       _lddt = nb;
     }
+    // Every allocation before any registration: a failure leaves no handle placed in freed memory.
+    _counts = rt.allocate_pinned(sizeof(unsigned) * std::size_t(_nt));
+    std::fill_n(_counts.get<unsigned>(), _nt, 0u);
     for (int j = 0; j < _nt; ++j) {
       const int w = width(j);
       if (on_device) {
@@ -79,8 +82,6 @@ class blocked_qr {
       }
     }
     _checked = rt.register_key(reinterpret_cast<std::uintptr_t>(this));
-    _counts = rt.allocate_pinned(sizeof(unsigned) * std::size_t(_nt));
-    std::fill_n(_counts.get<unsigned>(), _nt, 0u);
   }
 
   // Waits for every task (also when insertion or the run failed), then drops the device copies.

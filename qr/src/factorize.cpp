@@ -4,6 +4,7 @@
 #include "tessera/qr/factorize.hpp"
 
 #include <algorithm>
+#include <exception>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -45,6 +46,26 @@ struct factorization<T>::state {
 };
 
 namespace {
+
+// Declared after the storage that inserted tasks use: if an error leaves the scope before the
+// tasks were waited for (an insertion or allocation failing part way), it waits for them first,
+// so no task outlives the memory it works on.
+class wait_on_error {
+ public:
+  explicit wait_on_error(runtime& rt) : _rt(rt), _pending(std::uncaught_exceptions()) {}
+  ~wait_on_error() {
+    if (std::uncaught_exceptions() > _pending) try {
+        _rt.wait_all();
+      } catch (...) {  // the error in flight is the one to report
+      }
+  }
+  wait_on_error(const wait_on_error&) = delete;
+  wait_on_error& operator=(const wait_on_error&) = delete;
+
+ private:
+  runtime& _rt;
+  int _pending;
+};
 
 // "<func>: <name>.ld = 3: must be >= max(1, m) (= 10)": the caller's argument named.
 template <class T>
@@ -107,10 +128,12 @@ void factorization<T>::apply_q(trans op, matrix_ref<T> c) {
   if (c.n == 0 || k == 0) return;
   if (s.tiles) {
     detail::staged<T> h(*s.rt, c, memory::host, true);
+    const wait_on_error drain(*s.rt);
     unmqr(*s.rt, op, *s.tiles, c.n, h.view().data, h.view().ld);
     h.finish();
   } else if (s.where == memory::host) {
     detail::staged<T> h(*s.rt, c, memory::host, true);
+    const wait_on_error drain(*s.rt);
     std::vector<T> work(std::size_t(s.nbe) * std::size_t(c.n));
     const int info = blas::gemqrt('L', op == trans::trans ? 'T' : 'N', s.m, c.n, k, s.nbe, s.a, s.lda, s.t, s.nbe,
                                   h.view().data, h.view().ld, work.data());
@@ -118,6 +141,7 @@ void factorization<T>::apply_q(trans op, matrix_ref<T> c) {
     h.finish();
   } else {
     detail::staged<T> d(*s.rt, c, memory::device, true);
+    const wait_on_error drain(*s.rt);
     detail::apply_q_device(*s.rt, op, s.m, k, s.nbe, s.a, s.lda, s.t, s.nbe, d.view());
     d.finish();
   }
@@ -171,6 +195,7 @@ void factorization<T>::solve(matrix_ref<T> b) {
   if (b.n == 0 || s.n == 0) return;
   if (s.tiles) {
     detail::staged<T> h(*s.rt, b, memory::host, true);
+    const wait_on_error drain(*s.rt);
     tile_matrix<T> bt(s.m, b.n, s.tiles->nb());
     const tile_handles hb = register_tiles(*s.rt, bt);
     blas_threads single(1);
@@ -191,6 +216,7 @@ void factorization<T>::solve(matrix_ref<T> b) {
                                ") = 0: A is rank deficient, no unique least squares solution");
   const memory where = s.where;
   detail::staged<T> w(*s.rt, b, where, true);
+  const wait_on_error drain(*s.rt);
   apply_q(trans::trans, w.view());
   if (where == memory::host)
     blas::trsm(CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, s.n, b.n, T(1), s.a, s.lda, w.view().data,
@@ -229,6 +255,7 @@ factorization<T> factorize(runtime& rt, matrix_ref<T> a, const options& o) {
     s->tiles.emplace(rt, a.m, a.n, c.nb, c.ib, c.on == target::hybrid ? pinned_allocator() : tile_allocator{});
     qr_factors<T>& f = *s->tiles;
     detail::staged<T> h(rt, a, memory::host, true);  // a device matrix passes through the host
+    const wait_on_error drain(rt);
     blas_threads single(1);
     to_tiles_async(rt, h.view().data, h.view().ld, f.a(), f.ha(), "A");
     if (c.on == target::cpu) {
