@@ -49,7 +49,7 @@ void build_full_t(const char* kernel, int count, int kk, int ib, const T* G, con
 // the ib-blocked T (ib x n, ldtb: block j's T in columns j*ib..) and G = V^T V (n x n, ldg, both
 // triangles) by doubling: T = [T1 T12; 0 T2] with T12 = -T1 G12 T2, the pairs of one block size
 // independent, so two strided-batched GEMMs per doubling instead of a kernel whose rows each run a
-// serial chain through all block columns (0.24 ms for n = 512 under ncu). X: n * n scratch.
+// serial chain through all block columns (5x slower at n = 512: docs/architecture.md). X: n * n scratch.
 template <class T>
 void full_t_by_doubling(const char* kernel, int n, int ib, const T* G, int ldg, const T* Tb, int ldtb, T* Tf,
                         int ldtf, T* X, cublasHandle_t h);

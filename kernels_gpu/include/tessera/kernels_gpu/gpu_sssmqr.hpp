@@ -32,9 +32,8 @@ namespace tessera::kernels {
 std::size_t gpu_sssmqr_factors_size(int count, int nb, int kk);
 // Elements of work gpu_sssmqr_prepare needs (the Gram matrices V_i^T V_i): count * kk * kk.
 std::size_t gpu_sssmqr_prepare_workspace_size(int count, int kk);
-// Most rows gpu_sssmqr_apply batches together: on an H200 (n 32768, nb 256) 16 rows per batch
-// were within 4% of 8, and 32 between 3% faster and 8% slower (tessera_sssmqr_bench, "apply, R
-// rows/batch").
+// Most rows gpu_sssmqr_apply batches together: larger batches were no faster on an H200
+// (tessera_sssmqr_bench, "apply, R rows/batch"; docs/architecture.md).
 inline constexpr int gpu_sssmqr_batch_rows = 8;
 // Elements of work gpu_sssmqr_apply needs to batch min(count, gpu_sssmqr_batch_rows) rows over n
 // columns: that many times kk * n. Less, down to kk * n, batches fewer.

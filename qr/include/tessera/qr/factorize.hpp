@@ -93,7 +93,7 @@ struct choice {
 };
 
 // The policy. automatic target: gpu when a CUDA device is there and m >= n (the blocked QR, the
-// fastest measured: 1.3x cuSOLVER at n = 32768 on an H100), hybrid for m < n with a GPU (the
+// fastest measured: docs/architecture.md, "Choosing the QR"), hybrid for m < n with a GPU (the
 // blocked QR needs m >= n), cpu without a GPU. automatic algorithm: blocked on gpu, tile on cpu
 // and hybrid. Throws std::invalid_argument for sizes, a combination that cannot run (blocked on
 // the CPUs, tile on the GPU alone, blocked with m < n), or a GPU target without a GPU.
