@@ -266,6 +266,8 @@ TEST_CASE("factorize on a GPU: an injected CUDA failure reaches the caller, and 
         const std::string message = what + ": " + e.what();
         MESSAGE(message);
         CHECK(std::string(e.what()).size() > 10);
+        // A resource error keeps its type through the runtime, so tools can tell it apart (exit 3).
+        if (std::string(fl.what) == "allocation") CHECK(dynamic_cast<const tessera::out_of_memory*>(&e) != nullptr);
       }
       fl.inject(0);
       a = a0;

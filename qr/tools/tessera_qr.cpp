@@ -361,7 +361,7 @@ int main(int argc, char** argv) {
     if (c.json) print_json(c, r, gflops);
     else print_text(c, r, gflops);
     return r.residuals && !r.residuals->passed() ? 1 : 0;
-  } catch (const qr::resource_error& e) {
+  } catch (const tessera::out_of_memory& e) {  // host, pinned or device: checked, or refused by CUDA
     std::fprintf(stderr, "tessera_qr: error: %s\n", e.what());
     return 3;
   } catch (const std::bad_alloc&) {

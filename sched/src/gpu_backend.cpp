@@ -198,7 +198,7 @@ class cuda_backend final : public gpu_backend {
       const cudaError_t e = injected ? cudaErrorMemoryAllocation : cudaMallocHost(&p, bytes ? bytes : 1);
       if (e != cudaSuccess) {
         cudaGetLastError();
-        throw std::runtime_error("tessera::runtime::allocate_pinned: cannot allocate " + std::to_string(bytes) +
+        throw out_of_memory("tessera::runtime::allocate_pinned: cannot allocate " + std::to_string(bytes) +
                                  " bytes of pinned host memory (" + cudaGetErrorString(e) + ")");
       }
       std::lock_guard lock(_mutex);
@@ -209,7 +209,7 @@ class cuda_backend final : public gpu_backend {
     cudaError_t e = malloc_async(&p, bytes, _mem);
     if (e == cudaSuccess) e = cudaStreamSynchronize(_mem);
     if (e != cudaSuccess)
-      throw std::runtime_error("tessera::runtime::allocate_device: cannot allocate " + std::to_string(bytes) +
+      throw out_of_memory("tessera::runtime::allocate_device: cannot allocate " + std::to_string(bytes) +
                                " bytes of device memory" + allocation_failure(e, _device));
     return p;
   }
@@ -348,7 +348,7 @@ class cuda_backend final : public gpu_backend {
     void* p = nullptr;
     const cudaError_t e = malloc_async(&p, bytes, s);
     if (e != cudaSuccess)
-      throw std::runtime_error("out of device memory allocating " + std::to_string(bytes) + " bytes for datum " +
+      throw out_of_memory("out of device memory allocating " + std::to_string(bytes) + " bytes for datum " +
                                std::to_string(h->key) + allocation_failure(e, _device));
     c.device = p;
     c.device_pitch = h->run_bytes;
@@ -498,6 +498,8 @@ class cuda_backend final : public gpu_backend {
         for (cudaEvent_t ready : q.events) check(cudaStreamWaitEvent(s, ready, 0), "cudaStreamWaitEvent");
         if (t->extras && !t->scratch_bytes.empty()) ensure_scratch(si, *t);
       }
+    } catch (const out_of_memory& e) {  // keeps its type: callers tell resource errors apart
+      _rt.record_error(*t->seq, std::make_exception_ptr(out_of_memory("tessera GPU " + task_name(*t) + " failed: " + e.what())));
     } catch (const std::exception& e) {
       _rt.record_error(*t->seq, failed(*t, e.what()));
     }
@@ -536,7 +538,7 @@ class cuda_backend final : public gpu_backend {
     void* p = nullptr;
     const cudaError_t e = malloc_async(&p, need, _streams[si]);
     if (e != cudaSuccess)
-      throw std::runtime_error("out of device memory allocating " + std::to_string(need) + " bytes of scratch on stream " +
+      throw out_of_memory("out of device memory allocating " + std::to_string(need) + " bytes of scratch on stream " +
                                std::to_string(si) + allocation_failure(e, _device));
     if (sp.data) cudaFreeAsync(sp.data, _streams[si]);
     sp = {p, need};

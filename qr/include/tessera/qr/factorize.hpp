@@ -20,6 +20,7 @@
 #include "tessera/kernels_cpu/common.hpp"
 #include "tessera/qr/geqrf.hpp"
 #include "tessera/qr/ungqr.hpp"
+#include "tessera/sched/memory.hpp"
 #include "tessera/sched/runtime.hpp"
 
 namespace tessera::qr {
@@ -58,8 +59,8 @@ void copy(matrix_ref<const T> from, matrix_ref<T> to);
 
 // Not enough memory for a problem, found before allocating: the message names the memory (host,
 // pinned host or device), what it was for, the bytes needed and the bytes available.
-struct resource_error : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct resource_error : out_of_memory {
+  using out_of_memory::out_of_memory;
 };
 
 // Bytes of `where` memory free for a new allocation now: host, the kernel's MemAvailable; device,

@@ -18,9 +18,18 @@
 // runtime is freed at once, the runtime having waited for all its work.
 #include <cstddef>
 #include <memory>
+#include <stdexcept>
 #include <utility>
 
 namespace tessera {
+
+// Device or pinned host memory that could not be had (runtime::allocate_device/_pinned, a GPU
+// task's scratch, a datum's device copy): the message names the bytes and the memory, and the
+// bytes free where CUDA can tell. Tools report it as a resource error (exit code 3).
+struct out_of_memory : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 class runtime;
 namespace detail {
 class gpu_memory;
