@@ -321,3 +321,37 @@ TEST_CASE_TEMPLATE("GPU blocked QR: smaller shapes and panel widths at the range
   gpu_sweep<T>(520, 520, 256, every_kind(), ends);
   gpu_sweep<T>(777, 333, 128, every_kind(), {1.0});
 }
+
+// The other GPU paths through the front door: the tile hybrid (panels on the CPUs, updates on the
+// GPU) and the blocked QR on a matrix already in device memory.
+TEST_CASE_TEMPLATE("front door: tile hybrid and device-resident blocked QR at the range's ends", T, float, double) {
+  if (!gpu_available()) {
+    MESSAGE("skipped: no CUDA device");
+    return;
+  }
+  const std::vector<double> ends = std::is_same_v<T, float> ? std::vector<double>{1e-38, 1.0, 1e30}
+                                                              : std::vector<double>{1e-300, 1.0, 1e300};
+  tessera::runtime rt(gpu_runtime_options());
+  const int m = 600, n = 400;
+  tessera::device_buffer d = rt.allocate_device(sizeof(T) * std::size_t(m) * n);
+  for (const matrix_kind kind : every_kind())
+    for (const double scale : ends)
+      for (const memory where : {memory::host, memory::device}) {
+        const matrix_spec s{kind, cond_for(kind), scale, tessera::testing::seed() + 300 + std::uint64_t(kind)};
+        const auto a0 = generated<T>(s, m, n, m);
+        std::vector<T> a = a0;
+        matrix_ref<T> ref = host(a.data(), m, n, m);
+        if (where == memory::device) {
+          ref = device(d.template get<T>(), m, n, m);
+          copy<T>(host(a0.data(), m, n, m), ref);
+        }
+        options o;
+        o.on = where == memory::device ? target::gpu : target::hybrid;
+        o.nb = 128;
+        auto f = factorize(rt, ref, o);
+        const qr_residuals r = check(f, a0.data(), m);
+        INFO(describe<T>(s) << ", " << name(o.on) << " on " << name(where) << " memory: qr residual " << r.qr
+                            << ", orthogonality " << r.orth);
+        CHECK(r.passed());
+      }
+}
