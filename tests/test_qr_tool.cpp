@@ -68,6 +68,7 @@ TEST_CASE("tessera_qr: bad arguments exit 2 with a message") {
                        bad{"--nb 64 --ib 24 --algorithm tile", "does not divide"},
                        bad{"--m -3", "--m: -3 is too small"}, bad{"--precision x", "precision"},
                        bad{"--threads 0", "--threads: 0 is too small: must be at least 1"},
+                       bad{"--m 64 --n 64 --threads 100000", "--threads 100000: "},
                        bad{"--device tpu", "device"}, bad{"--repeat 0", "repeat"}, bad{"--lookahead -2", "lookahead"},
                        bad{"--no-such-option", "no-such-option"}, bad{"--algorithm lu", "algorithm"},
                        bad{"--matrix hilbert", "--matrix"}, bad{"--scale 0", "--scale"}, bad{"--cond -1", "--cond"},

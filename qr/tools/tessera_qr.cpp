@@ -124,7 +124,13 @@ result run(const config& c) {
     if (!c.urgent_stream) ro.gpu_urgent_priority = std::numeric_limits<int>::max();
     ro.gpu_urgent_sms = c.urgent_sms;
   }
-  tessera::runtime rt(ro);
+  std::optional<tessera::runtime> made;
+  try {
+    made.emplace(ro);
+  } catch (const std::invalid_argument& e) {  // the runtime's bound on workers: name the option
+    throw std::invalid_argument("--threads " + std::to_string(c.threads) + ": " + e.what());
+  }
+  tessera::runtime& rt = *made;
 
   // One host copy of the matrix at a time: the blocked QR on host memory factors a pinned buffer
   // in place, so the matrix is generated there before each run (untimed) and, for --check, once
