@@ -62,12 +62,15 @@ struct path {
   qr::target on;
   qr::memory where;
   const char* name;
+  qr::algorithm algo = qr::algorithm::automatic;
 };
 
 std::vector<path> paths() {
-  std::vector<path> p{{qr::target::cpu, qr::memory::host, "cpu/host"}};
+  std::vector<path> p{{qr::target::cpu, qr::memory::host, "cpu/host"},
+                      {qr::target::cpu, qr::memory::host, "cpu blocked (LAPACK in place)/host", qr::algorithm::blocked}};
   if (qr::gpu_available())
     for (path x : {path{qr::target::cpu, qr::memory::device, "cpu/device"},
+                   path{qr::target::cpu, qr::memory::device, "cpu blocked/device", qr::algorithm::blocked},
                    path{qr::target::gpu, qr::memory::host, "gpu/host"},
                    path{qr::target::gpu, qr::memory::device, "gpu/device"},
                    path{qr::target::hybrid, qr::memory::host, "hybrid/host"},
@@ -88,12 +91,13 @@ void check_everything(const path& p, int m, int n, std::uint64_t salt) {
   operand<T> a(a0, m, n, p.where);
   qr::options o;
   o.on = p.on;
+  o.algo = p.algo;
   o.nb = 64;
   o.threads = 2;
   qr::factorization<T> f = qr::factorize(a.ref(), o);
   CHECK(f.m() == m);
   CHECK(f.n() == n);
-  CHECK(f.blocked() == (p.on == qr::target::gpu));
+  CHECK(f.blocked() == (p.on == qr::target::gpu || p.algo == qr::algorithm::blocked));
   CHECK(f.choice().reason.find(qr::name(p.on)) != std::string::npos);
 
   const qr::qr_residuals r = qr::check(f, a0.data(), ld);
@@ -156,7 +160,7 @@ TEST_CASE_TEMPLATE("factorize: every path, every operation, several shapes", T, 
   std::uint64_t salt = 10;
   for (const path& p : paths())
     for (auto [m, n] : {std::pair{300, 200}, std::pair{257, 257}, std::pair{130, 200}, std::pair{1, 1}}) {
-      if (p.on == qr::target::gpu && m < n) continue;  // the blocked QR needs m >= n (checked below)
+      if (p.on == qr::target::gpu && m < n) continue;  // the blocked QR on the GPU needs m >= n (below)
       check_everything<T>(p, m, n, salt += 2);
     }
 }
@@ -209,10 +213,11 @@ TEST_CASE("factorize: bad arguments name the argument") {
   auto wide = qr::factorize(qr::host(a.data(), 5, 10, 5), {.on = qr::target::cpu, .nb = 4});
   CHECK(invalid_message([&] { wide.solve(qr::host(c.data(), 5, 1, 5)); }).find("least squares needs m >= n") !=
         std::string::npos);
-  CHECK(invalid_message([&] { qr::choose(10, 5, {.on = qr::target::cpu, .algo = qr::algorithm::blocked}); })
-            .find("use target gpu") != std::string::npos);
-  CHECK(invalid_message([&] { qr::choose(5, 10, {.algo = qr::algorithm::blocked}); }).find("blocked") !=
-        std::string::npos);
+  CHECK(invalid_message([&] { qr::choose(10, 5, {.on = qr::target::hybrid, .algo = qr::algorithm::blocked}); })
+            .find("(target gpu) or, by LAPACK, on the CPUs (target cpu)") != std::string::npos);
+  if (qr::gpu_available())
+    CHECK(invalid_message([&] { qr::choose(5, 10, {.on = qr::target::gpu}); }).find("needs m >= n") !=
+          std::string::npos);
   CHECK(invalid_message([&] { qr::choose(10, 10, {.on = qr::target::cpu, .nb = 64, .ib = 24}); })
             .find("does not divide") != std::string::npos);
 }

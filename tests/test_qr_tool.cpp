@@ -72,7 +72,7 @@ TEST_CASE("tessera_qr: bad arguments exit 2 with a message") {
                        bad{"--device tpu", "device"}, bad{"--repeat 0", "repeat"}, bad{"--lookahead -2", "lookahead"},
                        bad{"--no-such-option", "no-such-option"}, bad{"--algorithm lu", "algorithm"},
                        bad{"--matrix hilbert", "--matrix"}, bad{"--scale 0", "--scale"}, bad{"--cond -1", "--cond"},
-                       bad{"--algorithm blocked --device cpu", "--device cpu --algorithm blocked"},
+                       bad{"--algorithm blocked --device hybrid", "--device hybrid --algorithm blocked"},
                        bad{"--algorithm blocked --lookahead 0", "the blocked QR needs at least 1"},
                        bad{"--m 64 --n 64 --trace out.txt", ".json, .dot or .svg"},
                        bad{"--m 64 --n 64 --trace /no/such/folder/run.json", "cannot write"}}) {
@@ -84,7 +84,7 @@ TEST_CASE("tessera_qr: bad arguments exit 2 with a message") {
   }
   CHECK(run("--help").code == 0);
   if (!tessera::qr::gpu_available()) {
-    for (const char* device : {"--device gpu", "--device hybrid", "--algorithm blocked", "--memory device"}) {
+    for (const char* device : {"--device gpu", "--device hybrid", "--memory device"}) {
       const outcome o = run(device);
       CAPTURE(o.out);
       CHECK(o.code == 2);
@@ -188,6 +188,18 @@ TEST_CASE("tessera_qr --matrix: the test matrix classes pass the check on the CP
     CAPTURE(o.out);
     CHECK(o.code == 0);
     CHECK(o.out.find("PASSED") != std::string::npos);
+  }
+}
+
+TEST_CASE("tessera_qr --device cpu --algorithm blocked: LAPACK's blocked QR in place, checked") {
+  for (const char* args : {"--m 300 --n 200 --nb 32", "--m 150 --n 260 --precision s", "--m 257 --n 257 --repeat 2"}) {
+    CAPTURE(args);
+    const outcome o = run(std::string(args) + " --device cpu --algorithm blocked --threads 2 --check --json" +
+                          seed_arg());
+    CAPTURE(o.out);
+    CHECK(o.code == 0);
+    CHECK(o.out.find("\"algorithm\": \"blocked\"") != std::string::npos);
+    CHECK(o.out.find("\"passed\": true") != std::string::npos);
   }
 }
 

@@ -41,6 +41,7 @@ struct factorization<T>::state {
   int lda = 1;
   pinned_buffer t_host;  // its T, in A's memory
   device_buffer t_device;
+  std::vector<T> a_own, t_own;  // the blocked form on the CPUs: A's host copy (a device A), T
   T* t = nullptr;
   int nbe = 1;  // panel width actually used: min(nb, n)
 };
@@ -245,9 +246,42 @@ factorization<T> factorize(runtime& rt, matrix_ref<T> a, const options& o) {
   }
   const std::size_t elem = sizeof(T), mn = std::size_t(a.m) * std::size_t(a.n);
   const std::string matrix = std::to_string(a.m) + " x " + std::to_string(a.n) + " matrix";
+  // Tiles of A and T (ib rows per tile row).
+  const std::size_t tiles = elem * (mn + mn / std::size_t(c.nb) * std::size_t(c.ib) + std::size_t(c.nb) * a.n);
+  if (c.algo == algorithm::tile && c.on == target::cpu && a.where == memory::host &&
+      available_bytes(memory::host) < tiles) {
+    // A safer path, not a refusal: the tiles would not fit beside A, A itself does.
+    s->how.algo = algorithm::blocked;
+    s->how.nb = s->how.ib = o.nb > 0 ? o.nb : 32;
+    s->how.reason += "; the tiles would not fit in host memory beside A: LAPACK's blocked QR in A's memory instead";
+  }
+  if (c.algo == algorithm::blocked && c.on == target::cpu) {  // LAPACK xGEQRT in place
+    const int k = std::min(a.m, a.n);
+    s->nbe = std::min(c.nb, k);
+    const std::size_t t_elems = std::size_t(s->nbe) * std::size_t(k);
+    require_available("tessera::qr::factorize", memory::host,
+                      elem * (t_elems + std::size_t(s->nbe) * a.n + (a.where == memory::device ? mn : 0)),
+                      "T and the workspace of the " + matrix);
+    s->where = memory::host;
+    if (a.where == memory::device) {  // factored in a host copy: the device matrix stays as it was
+      s->a_own.resize(mn);
+      detail::copy_matrix(a.m, a.n, a.data, a.ld, a.where, s->a_own.data(), a.m, memory::host);
+      s->a = s->a_own.data();
+      s->lda = a.m;
+    } else {
+      s->a = a.data;
+      s->lda = a.ld;
+    }
+    detail::require_finite_block("A", a.m, a.n, s->a, s->lda);
+    s->t_own.assign(t_elems, T(0));
+    s->t = s->t_own.data();
+    std::vector<T> work(std::size_t(s->nbe) * std::size_t(a.n));
+    const int info = blas::geqrt(a.m, a.n, s->nbe, s->a, s->lda, s->t, s->nbe, work.data());
+    if (info != 0) detail::invalid(func, "LAPACK GEQRT rejected argument " + std::to_string(-info));
+    return factorization<T>(std::move(s));
+  }
   if (c.algo == algorithm::tile) {
-    // Tiles of A and T (ib rows per tile row), and the host copy of a device A.
-    const std::size_t tiles = elem * (mn + mn / std::size_t(c.nb) * std::size_t(c.ib) + std::size_t(c.nb) * a.n);
+    // And the host copy of a device A.
     require_available("tessera::qr::factorize", memory::host, tiles + (a.where == memory::device ? elem * mn : 0),
                       "the tiles of the " + matrix);
     if (c.on == target::hybrid) require_available("tessera::qr::factorize", memory::device, tiles, "the tiles of the " + matrix);

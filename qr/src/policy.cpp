@@ -59,16 +59,13 @@ choice choose(int m, int n, const options& o, bool gpu) {
   c.algo = o.algo;
   std::string why;
   if (c.on == target::automatic) {
-    if (!gpu && c.algo == algorithm::blocked) {
-      invalid(func, "algorithm blocked: no CUDA device here (or Tessera built without CUDA), and the blocked QR "
-                    "runs on the GPU");
-    } else if (!gpu) {
+    if (!gpu) {
       c.on = target::cpu;
       why = "no CUDA device";
     } else if (c.algo == algorithm::tile) {
       c.on = target::hybrid;
       why = "a CUDA device is present and the tile QR was asked for";
-    } else if (m >= n || c.algo == algorithm::blocked) {
+    } else if (m >= n) {
       c.on = target::gpu;
       why = "a CUDA device is present and m >= n: the blocked QR on the GPU is the fastest measured";
     } else {
@@ -78,20 +75,25 @@ choice choose(int m, int n, const options& o, bool gpu) {
   } else {
     why = std::string("target ") + name(c.on) + " asked for";
   }
+  if (c.algo == algorithm::automatic) c.algo = c.on == target::gpu ? algorithm::blocked : algorithm::tile;
+  if (c.algo == algorithm::blocked && c.on == target::hybrid)
+    invalid(func, "algorithm blocked with target hybrid: the blocked QR runs every flop on the GPU (target gpu) "
+                  "or, by LAPACK, on the CPUs (target cpu)");
+  if (c.algo == algorithm::tile && c.on == target::gpu)
+    invalid(func, "algorithm tile with target gpu: the tile QR factors its panels on the CPUs; use target hybrid");
   if (c.on != target::cpu && !gpu)
     invalid(func, std::string("target ") + name(c.on) +
                       ": no CUDA device here (or Tessera built without CUDA, or the runtime has no GPU streams)");
-  if (c.algo == algorithm::automatic) c.algo = c.on == target::gpu ? algorithm::blocked : algorithm::tile;
-  if (c.algo == algorithm::blocked && c.on != target::gpu)
-    invalid(func, std::string("algorithm blocked with target ") + name(c.on) +
-                      ": the blocked QR runs every flop on the GPU; use target gpu");
-  if (c.algo == algorithm::tile && c.on == target::gpu)
-    invalid(func, "algorithm tile with target gpu: the tile QR factors its panels on the CPUs; use target hybrid");
-  if (c.algo == algorithm::blocked && m < n)
+  if (c.algo == algorithm::blocked && c.on == target::gpu && m < n)
     invalid(func, "algorithm blocked with m = " + std::to_string(m) + " < n = " + std::to_string(n) +
-                      ": the blocked QR needs m >= n; use the tile QR (target cpu or hybrid)");
+                      ": the blocked QR on the GPU needs m >= n; use the tile QR (target cpu or hybrid)");
 
-  if (c.algo == algorithm::blocked) {
+  if (c.algo == algorithm::blocked && c.on == target::cpu) {
+    // LAPACK xGEQRT in place (multithreaded BLAS): one copy of A, for matrices whose tiles would
+    // not fit beside it; 32 is LAPACK's usual block size for it.
+    c.nb = o.nb > 0 ? o.nb : 32;
+    c.ib = c.nb;
+  } else if (c.algo == algorithm::blocked) {
     c.nb = o.nb > 0 ? o.nb : default_blocked_nb(n);
     c.ib = o.ib > 0 ? o.ib : std::min(32, c.nb);
     c.lookahead = o.lookahead > 0 ? o.lookahead : default_blocked_lookahead(n);

@@ -132,31 +132,39 @@ result run(const config& c) {
   }
   tessera::runtime& rt = *made;
 
-  // One host copy of the matrix at a time: the blocked QR on host memory factors a pinned buffer
-  // in place, so the matrix is generated there before each run (untimed) and, for --check, once
-  // more afterwards; the tile QR reads a (its tiles are the library's copy); a device matrix is
-  // copied from a before each run.
+  // One host copy of the matrix at a time. The blocked QR factors host memory in place (the GPU's
+  // from a pinned buffer, LAPACK's on the CPUs from a itself), so the matrix is generated there
+  // before each run (untimed) and, for --check, once more into a buffer of its own; the tile QR
+  // reads a (its tiles are the library's copy; when they would not fit, factorize takes LAPACK's
+  // blocked QR in a instead, which the loop notices); a device matrix is copied from a.
   const int ld = std::max(1, c.m);
   const std::size_t count = std::size_t(c.m) * std::size_t(c.n);
   auto generate = [&](T* dst) { qr::generate(c.spec, c.m, c.n, dst, ld); };
   const qr::memory where = c.memory == "device" ? qr::memory::device : qr::memory::host;
-  const bool in_place = where == qr::memory::host && res.choice.algo == qr::algorithm::blocked;
-  std::vector<T> a(in_place ? 0 : count);
-  if (!in_place) generate(a.data());
+  const bool pinned_work = where == qr::memory::host && res.choice.algo == qr::algorithm::blocked &&
+                           res.choice.on != qr::target::cpu;
+  std::vector<T> a(pinned_work ? 0 : count);
   tessera::pinned_buffer pinned;
   tessera::device_buffer on_device;
   T* work = a.data();
   if (where == qr::memory::device) {
     on_device = rt.allocate_device(sizeof(T) * count);
     work = on_device.get<T>();
-  } else if (in_place) {
+  } else if (pinned_work) {
     pinned = rt.allocate_pinned(sizeof(T) * std::max<std::size_t>(count, 1));
     work = pinned.get<T>();
   }
   const qr::matrix_ref<T> w{work, c.m, c.n, ld, where};
+  bool stale = true;  // work no longer holds the matrix (never generated, or factored in place)
   auto prepare = [&] {
-    if (in_place) generate(work);
-    else if (where == qr::memory::device) qr::copy<T>(qr::host(a.data(), c.m, c.n, ld), w);
+    if (where == qr::memory::device) {
+      if (a.size() && stale) generate(a.data());
+      stale = false;
+      qr::copy<T>(qr::host(a.data(), c.m, c.n, ld), w);
+    } else if (stale) {
+      generate(work);
+      stale = false;
+    }
   };
 
   std::optional<qr::factorization<T>> f;
@@ -171,6 +179,7 @@ result run(const config& c) {
       before = rt.transfers();
       const auto t0 = std::chrono::steady_clock::now();
       f.emplace(qr::factorize(rt, w, c.o));
+      stale = where == qr::memory::host && f->blocked();
       seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
   }
@@ -183,11 +192,12 @@ result run(const config& c) {
                    now.h2d_copies - before.h2d_copies, now.d2h_copies - before.d2h_copies};
   res.seconds = median(seconds);
   if (c.check) {
-    if (in_place) {
-      a.resize(count);
-      generate(a.data());
+    std::vector<T> original;
+    if (stale) {  // the factors are in a or the pinned buffer
+      original.resize(count);
+      generate(original.data());
     }
-    res.residuals = qr::check(*f, a.data(), ld);
+    res.residuals = qr::check(*f, stale ? original.data() : a.data(), ld);
   }
   return res;
 }

@@ -8,7 +8,8 @@
 //   f.solve(tessera::qr::host(b.data(), m, nrhs, m));             // b(0:n, :) := X
 //
 // The library chooses where the flops run and the algorithm from measured rules (choose()):
-//   target::cpu     the tile QR on the CPUs (PLASMA's flat tree, one task per tile kernel);
+//   target::cpu     the tile QR on the CPUs (PLASMA's flat tree, one task per tile kernel), or with
+//                   algorithm::blocked LAPACK's blocked QR (xGEQRT) in A's own memory;
 //   target::gpu     every flop on the GPU: the blocked QR (LAPACK GEQRT form, panels on the GPU);
 //   target::hybrid  the CPUs compute too: the tile QR with panels on the CPUs, updates on the GPU.
 // The explicit algorithm functions (geqrf, geqrf_hybrid, blocked_qr_gpu) stay for experts.
@@ -96,17 +97,20 @@ struct choice {
 // The policy. automatic target: gpu when a CUDA device is there and m >= n (the blocked QR, the
 // fastest measured: docs/architecture.md, "Choosing the QR"), hybrid for m < n with a GPU (the
 // blocked QR needs m >= n), cpu without a GPU. automatic algorithm: blocked on gpu, tile on cpu
-// and hybrid. Throws std::invalid_argument for sizes, a combination that cannot run (blocked on
-// the CPUs, tile on the GPU alone, blocked with m < n), or a GPU target without a GPU.
+// and hybrid. Throws std::invalid_argument for sizes, a combination that cannot run (blocked with
+// target hybrid, tile on the GPU alone, blocked on the GPU with m < n), or a GPU target without a
+// GPU. factorize() itself takes the blocked QR on the CPUs, in place, when a tile QR's tiles would
+// not fit in host memory beside A (the choice's reason says so).
 choice choose(int m, int n, const options& o = {});
 
 // Runtime options the choice was tuned with (GPU streams, the urgent stream), `threads` workers.
 runtime_options runtime_options_for(const choice& c, unsigned threads = 0);
 
 // The factors of A = QR in the form the algorithm left them:
-//   tile form    (target cpu, hybrid): qr_factors<T> in host memory, A unchanged;
-//   blocked form (target gpu): LAPACK xGEQRT's output, R and V in A's own memory (host or device:
-//                A is overwritten and must outlive the factorization) and T (nb x n) beside it.
+//   tile form    (algorithm tile): qr_factors<T> in host memory, A unchanged;
+//   blocked form (algorithm blocked): LAPACK xGEQRT's output, R and V in A's own memory (host or
+//                device: A is overwritten and must outlive the factorization; a device A factored
+//                on the CPUs is copied to the host first and left as it was) and T (nb x min(m, n)).
 // Every operation works on host or device matrices and for both forms; it runs where the factors
 // are (tile form: the CPUs; blocked form on the host: LAPACK on the CPUs; blocked form on the
 // device: the GPU), and stages operands that live in the other memory through it. Operations
