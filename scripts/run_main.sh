@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds what is needed and runs the tile QR tool on its default problem (random 2048 x 2048,
-# double, nb 256, on the CPU), checking the result (--check: ||A - QR|| and ||I - Q^T Q||).
+# Builds what is needed and runs tessera_qr on its default problem (a random 2048 x 2048 double
+# matrix: on the GPU when there is one, else on the CPUs, saying so), checking the result
+# (--check: ||A - QR|| and ||I - Q^T Q||).
 # Extra arguments go to tessera_qr: scripts/run_main.sh --m 4096 --n 4096 --device hybrid
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
