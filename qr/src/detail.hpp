@@ -17,10 +17,6 @@ inline std::string qualified(const char* func) { return std::string("tessera::qr
   tessera::check::invalid(qualified(func).c_str(), what);
 }
 
-[[noreturn]] inline void out_of_device_memory(const char* func, const std::string& what) {
-  throw std::runtime_error(std::string("tessera::qr::") + func + ": out of device memory for the " + what);
-}
-
 // "nb = 0: must be >= 1", "lda = 3: must be >= m (= 4)"
 inline void require_at_least(const char* func, const char* name, long long value, long long min,
                              const char* min_text = nullptr) {
