@@ -26,18 +26,16 @@ int default_blocked_nb(int n) noexcept { return n >= 32768 ? 512 : n >= 16384 ? 
 // 2-3% slower below.
 int default_blocked_lookahead(int n) noexcept { return n >= 16384 ? 3 : 1; }
 
+#if TESSERA_QR_CUDA
+
 namespace {
+
 int panel_width(int n, const blocked_options& o) { return o.nb > 0 ? o.nb : default_blocked_nb(n); }
 int lookahead_of(int n, const blocked_options& o) { return o.lookahead > 0 ? o.lookahead : default_blocked_lookahead(n); }
 // Column blocks per bulk update task at step k.
 int bulk_width(int k, int nt, const blocked_options& o) {
   return o.bulk_columns > 0 && k < o.chunked_steps ? o.bulk_columns : nt;
 }
-}  // namespace
-
-#if TESSERA_QR_CUDA
-
-namespace {
 
 constexpr const char* func = "blocked_qr_gpu";
 // All three go to the urgent stream; among its queued tasks the panel chain goes first.
