@@ -57,7 +57,20 @@ choice choose(int m, int n, const options& o, bool gpu) {
   choice c;
   c.on = o.on;
   c.algo = o.algo;
+  c.full_t = o.full_t;
   std::string why;
+  if (o.full_t) {
+    if (m < n)
+      invalid(func, "full_t with m = " + std::to_string(m) + " < n = " + std::to_string(n) +
+                        ": the full T needs m >= n (n reflectors of length m)");
+    if (c.algo == algorithm::tile)
+      invalid(func, "full_t with algorithm tile: the full T needs one V for all of Q (the blocked QR); the "
+                    "tile QR's Q is a product of tile reflectors");
+    if (c.on == target::hybrid)
+      invalid(func, "full_t with target hybrid: the full T comes from the blocked QR, on the GPU (target gpu) or "
+                    "the CPUs (target cpu)");
+    c.algo = algorithm::blocked;
+  }
   if (c.on == target::automatic) {
     if (!gpu) {
       c.on = target::cpu;
@@ -109,7 +122,8 @@ choice choose(int m, int n, const options& o, bool gpu) {
       c.gpu_rows = o.gpu_rows > 0 ? o.gpu_rows : hybrid_options{}.gpu_rows;
     }
   }
-  c.reason = "target " + std::string(name(c.on)) + ", algorithm " + name(c.algo) + ": " + why;
+  c.reason = "target " + std::string(name(c.on)) + ", algorithm " + name(c.algo) + (c.full_t ? " with the full T" : "") +
+             ": " + why;
   return c;
 }
 

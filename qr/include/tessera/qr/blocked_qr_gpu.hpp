@@ -44,4 +44,14 @@ int default_blocked_lookahead(int n) noexcept;
 template <class T>
 void blocked_qr_gpu(runtime& rt, int m, int n, T* a, int lda, T* t, int ldt, const blocked_options& options = {});
 
+// The same, and the full T of Q = I - V T V^T (n x n, upper) with S = V T^T (m x n, lower
+// trapezoidal) in st (m x n, ldst >= m, in A's memory): T on and above the diagonal, S on and
+// below it, both hold tau there (the seed 001's storage: no element is spent twice). Built by the
+// seed's Algorithm 1, one task per step beside the trailing update (kernels::gpu_full_t_step):
+// T's new block column from the previous S, S updated and extended in place. A host st comes
+// home a row block at a time as it becomes final.
+template <class T>
+void blocked_qr_gpu(runtime& rt, int m, int n, T* a, int lda, T* t, int ldt, T* st, int ldst,
+                    const blocked_options& options = {});
+
 }  // namespace tessera::qr
