@@ -25,8 +25,12 @@ void copy_matrix(int m, int n, const T* src, int lds, memory from, T* dst, int l
   }
 #if TESSERA_QR_CUDA
   // cudaMemcpyDefault: unified addressing tells the direction, and pageable host memory is fine.
-  const cudaError_t e = cudaMemcpy2D(dst, sizeof(T) * std::size_t(ldd), src, sizeof(T) * std::size_t(lds),
-                                     sizeof(T) * std::size_t(m), std::size_t(n), cudaMemcpyDefault);
+  cudaError_t e = cudaMemcpy2D(dst, sizeof(T) * std::size_t(ldd), src, sizeof(T) * std::size_t(lds),
+                               sizeof(T) * std::size_t(m), std::size_t(n), cudaMemcpyDefault);
+  // From pageable host memory cudaMemcpy2D returns once the source is staged, before the data has
+  // arrived; the runtime's streams do not wait for the legacy stream, so a GPU task could read the
+  // destination too early (seen as garbage in Q now and then): wait for the copy itself.
+  if (e == cudaSuccess && to == memory::device) e = cudaStreamSynchronize(cudaStreamLegacy);
   if (e != cudaSuccess) {
     cudaGetLastError();
     throw std::runtime_error(std::string("tessera::qr: copying a ") + std::to_string(m) + " x " + std::to_string(n) +
