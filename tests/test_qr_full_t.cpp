@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tessera/kernels_cpu/blas.hpp"
+#include "tessera/qr/blocked_qr_gpu.hpp"
 #include "tessera/qr/factorize.hpp"
 #include "tessera/qr/gpu.hpp"
 #include "tessera/qr/matgen.hpp"
@@ -316,6 +317,11 @@ TEST_CASE("full T: bad arguments name the argument and the problem") {
   const qr::choice c = qr::choose(30, 20, opt(qr::algorithm::automatic, qr::target::cpu));
   CHECK(c.algo == qr::algorithm::blocked);
   CHECK(c.reason.find("full T") != std::string::npos);
+  if (qr::gpu_available()) {  // wider panels with the full T
+    const qr::choice g = qr::choose(8192, 8192, opt(qr::algorithm::automatic, qr::target::automatic));
+    CHECK(g.on == qr::target::gpu);
+    CHECK(g.nb == qr::default_full_t_nb(8192));
+  }
 
   qr::options plain;
   plain.on = qr::target::cpu;

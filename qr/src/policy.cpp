@@ -107,7 +107,7 @@ choice choose(int m, int n, const options& o, bool gpu) {
     c.nb = o.nb > 0 ? o.nb : 32;
     c.ib = c.nb;
   } else if (c.algo == algorithm::blocked) {
-    c.nb = o.nb > 0 ? o.nb : default_blocked_nb(n);
+    c.nb = o.nb > 0 ? o.nb : c.full_t ? default_full_t_nb(n) : default_blocked_nb(n);
     c.ib = o.ib > 0 ? o.ib : std::min(32, c.nb);
     c.lookahead = o.lookahead > 0 ? o.lookahead : default_blocked_lookahead(n);
     const blocked_options defaults;

@@ -31,6 +31,10 @@ struct blocked_options {
 // Panel width when none is given (measured: docs/architecture.md).
 int default_blocked_nb(int n) noexcept;
 
+// Panel width with the full T when none is given: wider panels from n = 4096 (at least 384), whose
+// steps of T and S are fewer and wider GEMMs (measured: docs/architecture.md, "The full T and S").
+int default_full_t_nb(int n) noexcept;
+
 // Column blocks updated ahead of the bulk when none is given (measured: docs/architecture.md).
 int default_blocked_lookahead(int n) noexcept;
 
