@@ -7,3 +7,4 @@
 #include <tessera/kernels_gpu/gpu_geqrt.hpp>
 #include <tessera/kernels_gpu/gpu_larfb.hpp>
 #include <tessera/kernels_gpu/gpu_finite.hpp>
+#include <tessera/kernels_gpu/gpu_batched.hpp>
