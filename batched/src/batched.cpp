@@ -3,6 +3,7 @@
 #include "tessera/batched/batched.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "detail.hpp"
@@ -71,7 +72,8 @@ template <class T>
 void run_cpu(const job<T>& j, const options& o, report& r) {
   runtime_options ro;
   ro.workers = o.threads;
-  runtime rt(ro);
+  std::optional<runtime> own;
+  runtime& rt = o.rt ? *o.rt : own.emplace(ro);
   const one_blas_thread one;
   // Enough ranges to balance the cores, each long enough that a task costs far more than its
   // scheduling (a 32 x 32 GETRF is a few microseconds).

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,12 +51,22 @@ void launch(const job<T>& j, kernels::gpu_batch<T> a, kernels::gpu_batch<T> b, i
   }
 }
 
-template <class T>
-void run_device(const job<T>& j, report& r) {
+// The caller's runtime, or one made for this call.
+runtime& runtime_for(const options& o, std::optional<runtime>& own, unsigned workers, const char* fn) {
+  if (o.rt) {
+    if (!o.rt->has_gpu()) check::invalid(fn, "options.rt has no GPU streams (runtime_options::gpu_streams = 0)");
+    return *o.rt;
+  }
   runtime_options ro;
-  ro.workers = 1;
-  ro.gpu_streams = 1;
-  runtime rt(ro);
+  ro.workers = workers;
+  ro.gpu_streams = 2;
+  return own.emplace(ro);
+}
+
+template <class T>
+void run_device(const job<T>& j, const options& o, report& r) {
+  std::optional<runtime> own;
+  runtime& rt = runtime_for(o, own, 1, j.fn);
   rt.task([&j](task_context& ctx) {
       launch(j, ref(j.a), ref(j.b), j.ipiv, j.info, j.count, stream_of(ctx));
     })
@@ -124,11 +135,11 @@ void run_streamed(const job<T>& j, const options& o, report& r) {
                         " bytes of device memory (" + std::to_string(depth) +
                         " chunks of one matrix in flight); the cap allows " + std::to_string(cap) +
                         " (device memory free: " + std::to_string(free_b) + " bytes)");
-  // Chunks of at most 32 MiB: small enough for the copies and kernels of neighbours to overlap,
-  // large enough that a kernel fills the GPU; at least `depth` chunks when the batch allows.
+  // Chunks of at most 8 MiB: small enough that the packing and unpacking of `depth` chunks run on
+  // as many cores at once and copies overlap kernels; at least `depth` chunks when the batch allows.
   const std::size_t per_matrix = staging_bytes_per_matrix(n, nrhs, sizeof(T));
   long long per_chunk = static_cast<long long>(std::min<std::size_t>(
-      (32u << 20) / per_matrix, (cap / static_cast<std::size_t>(depth) - 4 * align) / per_matrix));
+      (8u << 20) / per_matrix, (cap / static_cast<std::size_t>(depth) - 4 * align) / per_matrix));
   per_chunk = std::max(1LL, std::min(per_chunk, (j.count + depth - 1) / depth));
   while (per_chunk > 1 && static_cast<std::size_t>(depth) * sections(per_chunk, n, nrhs, sizeof(T), j.what).total > cap)
     --per_chunk;
@@ -136,10 +147,9 @@ void run_streamed(const job<T>& j, const options& o, report& r) {
   const long long chunks = (j.count + per_chunk - 1) / per_chunk;
   const int slots = static_cast<int>(std::min<long long>(depth, chunks));
 
-  runtime_options ro;
-  ro.workers = o.threads;
-  ro.gpu_streams = 2;
-  runtime rt(ro);
+  std::optional<runtime> own;
+  runtime& rt = runtime_for(o, own, o.threads, j.fn);
+  const transfer_stats before = rt.transfers();
   device_buffer dev = rt.allocate_device(sec.total * static_cast<std::size_t>(slots));
   pinned_buffer pin = rt.allocate_pinned(sec.total * static_cast<std::size_t>(slots));
   std::vector<handle> h_in(static_cast<std::size_t>(slots)), h_io(static_cast<std::size_t>(slots));
@@ -224,8 +234,8 @@ void run_streamed(const job<T>& j, const options& o, report& r) {
     rt.release_device(h_io[static_cast<std::size_t>(s)]);
   }
   const transfer_stats t = rt.transfers();
-  r.h2d_bytes = t.h2d_bytes;
-  r.d2h_bytes = t.d2h_bytes;
+  r.h2d_bytes = t.h2d_bytes - before.h2d_bytes;
+  r.d2h_bytes = t.d2h_bytes - before.d2h_bytes;
   r.chunks = chunks;
   r.matrices_per_chunk = per_chunk;
 }
@@ -235,7 +245,7 @@ void run_streamed(const job<T>& j, const options& o, report& r) {
 template <class T>
 void run_gpu(const job<T>& j, const options& o, report& r) {
   if (j.a.where == memory::device)
-    run_device(j, r);
+    run_device(j, o, r);
   else
     run_streamed(j, o, r);
 }

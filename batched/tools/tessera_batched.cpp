@@ -20,6 +20,7 @@
 #include "tessera/batched/batched.hpp"
 #include "tessera/batched/check.hpp"
 #include "tessera/sched/memory.hpp"
+#include "tessera/sched/runtime.hpp"
 
 namespace {
 
@@ -31,7 +32,7 @@ struct config {
   long long count = 1 << 16;
   std::string precision = "d", device = "auto", layout = "strided";
   std::uint64_t seed = 1;
-  int repeat = 1, depth = 4;
+  int repeat = 1, depth = bt::options{}.depth;
   std::size_t memory_cap = 0;
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   bool check = false, json = false;
@@ -95,7 +96,13 @@ result run(const config& c) {
     return ptrs ? bt::pointer_array<T>(p.data(), c.n, cols, c.n, c.count)
                 : bt::strided<T>(v.data(), c.n, cols, c.n, static_cast<long long>(n) * cols, c.count);
   };
+  // One runtime for every repeat: threads, streams and pinned staging are made once.
+  tessera::runtime_options ro;
+  ro.workers = c.threads;
+  if (c.device != "cpu" && bt::gpu_available()) ro.gpu_streams = 2;
+  tessera::runtime rt(ro);
   bt::options o;
+  o.rt = &rt;
   o.on = c.device == "cpu" ? bt::target::cpu : c.device == "gpu" ? bt::target::gpu : bt::target::automatic;
   o.device_memory_cap = c.memory_cap;
   o.depth = c.depth;

@@ -47,15 +47,45 @@ __device__ __forceinline__ std::uint32_t abs_key(float x) {
 
 // The winner's pos * 32 + lane over the group: the largest key, ties to the smallest pos (LAPACK's
 // first index). Lanes with key 0 take part but never win (some lane has pos >= k).
+// A whole warp (P = 32) uses redux.sync; groups of fewer lanes a shuffle butterfly of width P:
+// in the first H100 run the redux.sync form gave wrong pivots in 40% of the 16 x 16 matrices (two
+// full 16-lane groups a warp; every other order passed), while shuffles with a width are defined
+// for sub-warp groups.
+template <int P>
 __device__ __forceinline__ unsigned group_argmax(unsigned mask, std::uint32_t key, unsigned idx) {
-  const unsigned m = __reduce_max_sync(mask, key);
-  return __reduce_min_sync(mask, key == m ? idx : 1023u);
+  if constexpr (P == 32) {
+    const unsigned m = __reduce_max_sync(mask, key);
+    return __reduce_min_sync(mask, key == m ? idx : 1023u);
+  } else {
+    // (key, 1023 - idx) packed: the larger is the better candidate.
+    std::uint64_t v = (static_cast<std::uint64_t>(key) << 10) | (1023u - idx);
+#pragma unroll
+    for (int d = P / 2; d >= 1; d /= 2) {
+      const std::uint64_t o = __shfl_xor_sync(mask, v, d, P);
+      v = o > v ? o : v;
+    }
+    return 1023u - static_cast<unsigned>(v & 1023u);
+  }
 }
+template <int P>
 __device__ __forceinline__ unsigned group_argmax(unsigned mask, std::uint64_t key, unsigned idx) {
-  const auto hi = static_cast<unsigned>(key >> 32), lo = static_cast<unsigned>(key);
-  const unsigned mh = __reduce_max_sync(mask, hi);
-  const unsigned ml = __reduce_max_sync(mask, hi == mh ? lo : 0u);
-  return __reduce_min_sync(mask, (hi == mh && lo == ml) ? idx : 1023u);
+  if constexpr (P == 32) {
+    const auto hi = static_cast<unsigned>(key >> 32), lo = static_cast<unsigned>(key);
+    const unsigned mh = __reduce_max_sync(mask, hi);
+    const unsigned ml = __reduce_max_sync(mask, hi == mh ? lo : 0u);
+    return __reduce_min_sync(mask, (hi == mh && lo == ml) ? idx : 1023u);
+  } else {
+#pragma unroll
+    for (int d = P / 2; d >= 1; d /= 2) {
+      const std::uint64_t ok = __shfl_xor_sync(mask, key, d, P);
+      const unsigned oi = __shfl_xor_sync(mask, idx, d, P);
+      if (ok > key || (ok == key && oi < idx)) {
+        key = ok;
+        idx = oi;
+      }
+    }
+    return idx;
+  }
 }
 
 template <int P>
@@ -104,7 +134,7 @@ __device__ __forceinline__ void find_pivot(const group<T, N>& grp, const T (&r)[
                                            int& plane, int& ppos) {
   using key_t = decltype(abs_key(T(0)));
   const key_t key = (grp.active && pos >= k) ? abs_key(r[k]) : key_t(0);
-  const unsigned w = group_argmax(grp.mask, key, static_cast<unsigned>(pos * 32 + grp.lane));
+  const unsigned w = group_argmax<group<T, N>::P>(grp.mask, key, static_cast<unsigned>(pos * 32 + grp.lane));
   plane = static_cast<int>(w & 31u);
   ppos = static_cast<int>(w >> 5);
   if (pos == k) pos = ppos;      // the row at place k goes where the pivot row was
@@ -211,7 +241,12 @@ __global__ void __launch_bounds__(threads_per_block)
     }
   }
   // info: every lane saw the zero pivot only if it was the pivot lane; agree on the smallest.
-  const unsigned zero = __reduce_min_sync(grp.mask, inf == 0 ? 1024u : static_cast<unsigned>(inf));
+  unsigned zero = inf == 0 ? 1024u : static_cast<unsigned>(inf);
+#pragma unroll
+  for (int d = group<T, N>::P / 2; d >= 1; d /= 2) {
+    const unsigned o = __shfl_xor_sync(grp.mask, zero, d, group<T, N>::P);
+    zero = o < zero ? o : zero;
+  }
   if (grp.active) {
     T* out = matrix_of(Ainv, grp.b);
     // In place, every lane must have read its row before any writes: the group's loads are done
