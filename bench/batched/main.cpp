@@ -189,7 +189,7 @@ struct stream_row {
 };
 
 template <class T>
-stream_row streamed(const std::string& op, int n, long long count, double link, unsigned threads) {
+stream_row streamed(const std::string& op, int n, long long count, double link, unsigned threads, int depth) {
   const std::size_t nn = std::size_t(n) * n;
   std::vector<T> a(nn * std::size_t(count)), x(op == "inv" ? a.size() : 0);
   {  // filled on all threads: gigabytes
@@ -210,6 +210,7 @@ stream_row streamed(const std::string& op, int n, long long count, double link, 
   bt::options o;
   o.on = bt::target::gpu;
   o.rt = &rt;
+  o.depth = depth;
   double best = 1e30;
   bt::report r;
   for (int rep = 0; rep < 3; ++rep) {
@@ -235,6 +236,7 @@ int main(int argc, char** argv) {
   std::vector<int> stream_ns{8, 32};
   long long stream_count = 1 << 19;
   unsigned threads = 16;
+  int stream_depth = bt::options{}.depth;
   app.add_option("--n", ns, "orders (default 1..32)")->delimiter(',');
   app.add_option("--counts", counts, "batch sizes")->delimiter(',');
   app.add_option("--precisions", precisions, "s, d or sd");
@@ -243,6 +245,7 @@ int main(int argc, char** argv) {
   app.add_option("--stream-n", stream_ns, "orders of the streamed host-resident runs (none: -1)")->delimiter(',');
   app.add_option("--stream-count", stream_count, "matrices of the streamed runs");
   app.add_option("--threads", threads, "CPU threads of the streamed runs");
+  app.add_option("--stream-depth", stream_depth, "chunks in flight in the streamed runs");
   app.add_option("--csv", csv, "where every figure goes");
   CLI11_PARSE(app, argc, argv);
   if (ns.empty())
@@ -283,8 +286,8 @@ int main(int argc, char** argv) {
     for (char p : precisions)
       for (int n : stream_ns)
         for (const char* op : {"lu", "inv"}) {
-          const stream_row r = p == 's' ? streamed<float>(op, n, stream_count, link, threads)
-                                        : streamed<double>(op, n, stream_count, link, threads);
+          const stream_row r = p == 's' ? streamed<float>(op, n, stream_count, link, threads, stream_depth)
+                                        : streamed<double>(op, n, stream_count, link, threads, stream_depth);
           srows.push_back(r);
           out << "# streamed," << r.op << "," << r.prec << "," << r.n << "," << r.count << "," << r.seconds << "s,"
               << r.gbs_each_way << " GB/s each way, pinned H2D " << r.link_gbs << " GB/s, " << r.chunks << " chunks\n";
@@ -301,9 +304,9 @@ int main(int argc, char** argv) {
                 r.cu_getrf_ms / r.lu_ms, (r.cu_getrf_ms + r.cu_getri_ms) / r.inv_ms);
   }
   for (const stream_row& r : srows)
-    std::printf("streamed %s %s n=%d count=%lld: %.3f s, %.1f GB/s each way = %.0f%% of pinned H2D %.1f GB/s (%g chunks)\n",
-                r.op.c_str(), r.prec.c_str(), r.n, r.count, r.seconds, r.gbs_each_way, 100 * r.gbs_each_way / r.link_gbs,
-                r.link_gbs, r.chunks);
+    std::printf("streamed %s %s n=%d count=%lld depth %d, %u threads: %.3f s, %.1f GB/s each way = %.0f%% of pinned H2D %.1f GB/s (%g chunks)\n",
+                r.op.c_str(), r.prec.c_str(), r.n, r.count, stream_depth, threads, r.seconds, r.gbs_each_way,
+                100 * r.gbs_each_way / r.link_gbs, r.link_gbs, r.chunks);
   cublasDestroy(h);
   cudaStreamDestroy(s);
   return 0;
