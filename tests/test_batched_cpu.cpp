@@ -89,3 +89,15 @@ TEST_CASE("batched: bad arguments name the argument") {
           }) == "tessera::batched::lu: target gpu: no CUDA device (or a build without CUDA)");
   }
 }
+
+TEST_CASE("batched on the CPUs: a caller's runtime is used and stays usable") {
+  tessera::runtime rt({.workers = 2});
+  tb::place p = cpu_place();
+  p.opts.rt = &rt;
+  tb::lu_case<double>(p, tb::layout::strided, 6, 500, true);
+  const auto before = rt.tasks_completed();
+  tb::inverse_case<float>(p, tb::layout::pointers, 12, 300, false);
+  CHECK(rt.tasks_completed() > before);  // the ranges ran as tasks on this runtime
+  rt.task([] {}).submit();
+  rt.wait_all();
+}

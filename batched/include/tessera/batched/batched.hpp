@@ -78,7 +78,8 @@ struct options {
   unsigned threads = 0;
   // A runtime to run on (its workers; for the GPU path it needs gpu_streams >= 1), kept by the
   // caller across calls so that threads, streams and pinned staging are made once. Null: each
-  // call makes its own (costs tens of milliseconds with a GPU).
+  // call makes its own (costs tens of milliseconds with a GPU). A streamed call registers its
+  // `depth` staging slots as data of this runtime.
   runtime* rt = nullptr;
 };
 
