@@ -69,3 +69,10 @@ TEST_CASE("tessera_batched: without a GPU, --device auto says it runs on the CPU
     CHECK(probe.code == 0);
   }
 }
+
+TEST_CASE("tessera_batched: a batch larger than host memory exits 3 before allocating") {
+  const outcome r = run("lu --n 32 --count 100000000000 --device cpu");
+  CAPTURE(r.out);
+  CHECK(r.code == 3);
+  CHECK(r.out.find("bytes of host memory") != std::string::npos);
+}
