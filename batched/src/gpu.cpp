@@ -14,6 +14,7 @@
 #if TESSERA_BATCHED_CUDA
 #include <cuda_runtime.h>
 
+#include "tessera/kernels_gpu/common.hpp"
 #include "tessera/kernels_gpu/gpu_batched.hpp"
 #include "tessera/sched/cuda.hpp"
 #endif
@@ -24,14 +25,7 @@ namespace tessera::batched {
 
 bool gpu_available() { return runtime::gpu_available(); }
 
-std::string gpu_name() {
-  cudaDeviceProp prop;
-  int device = 0;
-  if (!runtime::gpu_available() || cudaGetDevice(&device) != cudaSuccess ||
-      cudaGetDeviceProperties(&prop, device) != cudaSuccess)
-    return {};
-  return prop.name;
-}
+std::string gpu_name() { return runtime::gpu_available() ? kernels::gpu_device_name() : std::string(); }
 
 namespace detail {
 namespace {

@@ -20,3 +20,17 @@ void cuda_failed(const char* kernel, const char* call, cudaError_t status) {
 }
 
 }  // namespace tessera::kernels::detail
+
+namespace tessera::kernels {
+
+std::string gpu_device_name() {
+  cudaDeviceProp prop;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
+    cudaGetLastError();
+    return {};
+  }
+  return prop.name;
+}
+
+}  // namespace tessera::kernels

@@ -4,6 +4,8 @@
 
 #if TESSERA_QR_CUDA
 #include <cuda_runtime.h>
+
+#include "tessera/kernels_gpu/common.hpp"
 #endif
 
 namespace tessera::qr {
@@ -21,14 +23,7 @@ runtime_options gpu_runtime_options(unsigned workers) {
 
 bool gpu_available() noexcept { return runtime::gpu_available(); }
 
-std::string gpu_name() {
-  cudaDeviceProp prop;
-  int device = 0;
-  if (!runtime::gpu_available() || cudaGetDevice(&device) != cudaSuccess ||
-      cudaGetDeviceProperties(&prop, device) != cudaSuccess)
-    return {};
-  return prop.name;
-}
+std::string gpu_name() { return runtime::gpu_available() ? kernels::gpu_device_name() : std::string(); }
 
 namespace {
 void* pinned_allocate(std::size_t bytes) {

@@ -14,5 +14,13 @@
 //  - For tile QR, only Q^T applied from the left is provided. The batched tiny-matrix kernels
 //    (gpu_batched.hpp) take a cudaStream_t instead of a cuBLAS handle.
 #include <cstddef>
+#include <string>
 
 #include <cublas_v2.h>
+
+namespace tessera::kernels {
+
+// The current CUDA device's name, or "" when there is none (for the tools' first line).
+std::string gpu_device_name();
+
+}  // namespace tessera::kernels
