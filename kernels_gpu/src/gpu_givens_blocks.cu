@@ -1,0 +1,88 @@
+// The rotations of a strip gathered into small orthogonal blocks on the GPU
+// (tessera/kernels_gpu/gpu_givens.hpp): block t's thread c carries column c of B_t through the
+// block's rotations; S_t = B_t^T is stored so that those threads touch consecutive addresses.
+#include <tessera/kernels_gpu/gpu_givens.hpp>
+
+#include "check.hpp"
+
+namespace tessera::kernels {
+namespace {
+
+template <class T>
+__global__ void givens_blocks_kernel(givens_plan plan, const T* __restrict__ cs, T* S) {
+  const int t = static_cast<int>(blockIdx.x);
+  const int bw = plan.bw(), r0 = plan.row0(t), n = plan.rows(t);
+  const int lo = plan.u_lo(t), hi = plan.u_hi(t), L = plan.L;
+  T* St = S + static_cast<std::size_t>(t) * bw * bw;
+  for (int c = static_cast<int>(threadIdx.x); c < bw; c += static_cast<int>(blockDim.x))
+    for (int r = 0; r < bw; ++r) St[c + static_cast<std::size_t>(r) * bw] = (r == c) ? T(1) : T(0);
+  for (int c = static_cast<int>(threadIdx.x); c < n; c += static_cast<int>(blockDim.x)) {
+    for (int j = 0; j < plan.p; ++j) {
+      const int top = min(hi - 1, plan.umax(j));
+      for (int u = top; u >= lo; --u) {
+        const int i = u + j;
+        const T cc = cs[2 * (static_cast<std::size_t>(j) * L + i)];
+        const T s = cs[2 * (static_cast<std::size_t>(j) * L + i) + 1];
+        T* x = St + c + static_cast<std::size_t>(i - 1 - r0) * bw;
+        const T a = x[0], b = x[bw];
+        x[0] = cc * a + s * b;
+        x[bw] = -s * a + cc * b;
+      }
+    }
+  }
+}
+
+template <class T>
+__global__ void triu_copy_kernel(int nb, int below, const T* P, int ldp, T* R, int ldr) {
+  const int c = static_cast<int>(blockIdx.x);
+  for (int r = static_cast<int>(threadIdx.x); r < nb + below; r += static_cast<int>(blockDim.x))
+    R[r + static_cast<std::size_t>(c) * ldr] =
+        (r <= c) ? P[r + static_cast<std::size_t>(c) * ldp] : T(0);
+}
+
+template <class T>
+__global__ void identity_kernel(int p, T* A, int lda) {
+  const int c = static_cast<int>(blockIdx.x);
+  for (int r = static_cast<int>(threadIdx.x); r < p; r += static_cast<int>(blockDim.x))
+    A[r + static_cast<std::size_t>(c) * lda] = (r == c) ? T(1) : T(0);
+}
+
+}  // namespace
+
+template <class T>
+void gpu_identity(int p, T* A, int lda, cudaStream_t stream) {
+  if (p <= 0) return;
+  detail::require_ge("gpu_identity", "lda", lda, "p", p);
+  identity_kernel<T><<<static_cast<unsigned>(p), 128, 0, stream>>>(p, A, lda);
+  detail::check("gpu_identity", "identity_kernel launch", cudaGetLastError());
+}
+
+template <class T>
+void gpu_givens_blocks(const givens_plan& plan, const T* cs, T* S, cudaStream_t stream) {
+  constexpr const char* kernel = "gpu_givens_blocks";
+  const int nblocks = plan.blocks();
+  if (nblocks == 0) return;
+  detail::require_ptr(kernel, "cs", cs);
+  detail::require_ptr(kernel, "S", S);
+  givens_blocks_kernel<T><<<static_cast<unsigned>(nblocks), 128, 0, stream>>>(plan, cs, S);
+  detail::check(kernel, "givens_blocks_kernel launch", cudaGetLastError());
+}
+
+template <class T>
+void gpu_triu_copy(int nb, int below, const T* P, int ldp, T* R, int ldr, cudaStream_t stream) {
+  constexpr const char* kernel = "gpu_triu_copy";
+  if (nb <= 0) return;
+  detail::require_ge(kernel, "ldp", ldp, "nb", nb);
+  detail::require_ge(kernel, "ldr", ldr, "nb + below", nb + below);
+  triu_copy_kernel<T><<<static_cast<unsigned>(nb), 128, 0, stream>>>(nb, below, P, ldp, R, ldr);
+  detail::check(kernel, "triu_copy_kernel launch", cudaGetLastError());
+}
+
+template void gpu_givens_blocks<float>(const givens_plan&, const float*, float*, cudaStream_t);
+template void gpu_givens_blocks<double>(const givens_plan&, const double*, double*, cudaStream_t);
+template void gpu_identity<float>(int, float*, int, cudaStream_t);
+template void gpu_identity<double>(int, double*, int, cudaStream_t);
+template void gpu_triu_copy<float>(int, int, const float*, int, float*, int, cudaStream_t);
+template void gpu_triu_copy<double>(int, int, const double*, int, double*, int, cudaStream_t);
+
+}  // namespace tessera::kernels
