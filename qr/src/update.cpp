@@ -8,7 +8,12 @@
 #include <variant>
 #include <vector>
 
+#if TESSERA_QR_CUDA
+#include <cuda_runtime.h>
+#endif
+
 #include "tessera/kernels_cpu/check.hpp"
+#include "tessera/sched/memory.hpp"
 #include "tessera/qr/gpu.hpp"
 #include "update_state.hpp"
 
@@ -34,7 +39,8 @@ void require_host(const char* fn, const char* arg, matrix_ref<const T> a) {
 }
 
 template <class T>
-void require_shape(const char* fn, const char* arg, matrix_ref<const T> a, int rows, int cols) {
+void require_shape(const char* fn, const char* arg, matrix_ref<const T> a, int rows, int cols,
+                   bool device_ok = false) {
   const std::string r = std::string(arg) + ".rows", c = std::string(arg) + ".cols";
   check::require_eq(fn, r.c_str(), a.m, nullptr, rows);
   check::require_eq(fn, c.c_str(), a.n, nullptr, cols);
@@ -42,6 +48,7 @@ void require_shape(const char* fn, const char* arg, matrix_ref<const T> a, int r
     check::require_ptr(fn, arg, a.data);
     const std::string l = std::string(arg) + ".ld";
     check::require_ge(fn, l.c_str(), a.ld, "rows", rows);
+    if (device_ok && a.where == memory::device) return;  // factors from a GPU factorization
     require_host(fn, arg, a);
     check::require_finite(fn, arg, rows, cols, a.data, a.ld);
   }
@@ -100,13 +107,14 @@ updatable<T> updatable<T>::from_factors(matrix_ref<const T> q, matrix_ref<const 
   check::require_ge(fn, "r.cols", m, "1", 1);
   const int n = o.q == q_mode::none ? rows : q.m;
   check::require_ge(fn, "rows", n, "r.cols", m);
-  require_shape(fn, "r", r, m, m);
+  const bool dev_ok = on == target::gpu;
+  require_shape(fn, "r", r, m, m, dev_ok);
   const int qc = o.q == q_mode::full ? n : o.q == q_mode::thin ? m : 0;
-  if (o.q != q_mode::none) require_shape(fn, "q", q, n, qc);
+  if (o.q != q_mode::none) require_shape(fn, "q", q, n, qc, dev_ok);
   const int drows = o.q == q_mode::full ? n : m;
   const int nrhs = qtb.n;
   check::require_ge(fn, "qtb.cols", nrhs, "0", 0);
-  if (nrhs > 0) require_shape(fn, "qtb", qtb, o.q == q_mode::full ? n : qtb.m, nrhs);
+  if (nrhs > 0) require_shape(fn, "qtb", qtb, o.q == q_mode::full ? n : qtb.m, nrhs, dev_ok);
   if (nrhs > 0 && o.q != q_mode::full) check::require_ge(fn, "qtb.rows", qtb.m, "r.cols", m);
   check::require_ge(fn, "options.nb", o.nb, "0", 0);
 
@@ -161,17 +169,54 @@ updatable<T> updatable<T>::from_matrix(matrix_ref<const T> a, matrix_ref<const T
   const int nrhs = b.n;
   check::require_ge(fn, "b.cols", nrhs, "0", 0);
   if (nrhs > 0) require_shape(fn, "b", b, n, nrhs);
+  const int qc = o.q == q_mode::full ? n : o.q == q_mode::thin ? m : 0;
+  [[maybe_unused]] const bool on_gpu = o.on == target::gpu || (o.on == target::automatic && gpu_available());
+#if TESSERA_QR_CUDA
+  // Small problems are factored on the CPUs (a GPU factorization's set-up costs more there).
+  if (on_gpu && gpu_available() && double(n) * m >= double(1 << 20)) {
+    // Factor where the factors will live: A copied to the device, the blocked GPU QR there, Q
+    // formed and Q^T B applied there, and the updatable made from those device matrices.
+    struct dmem {
+      T* p = nullptr;
+      explicit dmem(std::size_t elems) {
+        if (cudaMalloc(&p, sizeof(T) * std::max<std::size_t>(elems, 1)) != cudaSuccess) {
+          cudaGetLastError();
+          throw tessera::out_of_memory(std::string(fn) + ": " + std::to_string(sizeof(T) * elems) +
+                                       " bytes of device memory needed");
+        }
+      }
+      ~dmem() { cudaFree(p); }
+      dmem(const dmem&) = delete;
+      dmem& operator=(const dmem&) = delete;
+    };
+    dmem da(std::size_t(n) * m), dq(std::size_t(n) * std::max(qc, 1)), dr(std::size_t(m) * m),
+        dd(std::size_t(n) * std::max(nrhs, 1));
+    copy<T>(a, device(da.p, n, m, n));
+    options fo;
+    fo.on = target::gpu;
+    auto f = factorize(device(da.p, n, m, n), fo);
+    f.copy_r(device(dr.p, m, m, m));
+    if (qc > 0) f.form_q(o.q == q_mode::full ? q_shape::full : q_shape::thin, device(dq.p, n, qc, n));
+    if (nrhs > 0) {
+      copy<T>(b, device(dd.p, n, nrhs, n));
+      f.apply_q(trans::trans, device(dd.p, n, nrhs, n));
+    }
+    update_options go = o;
+    go.on = target::gpu;
+    return from_factors(device<const T>(dq.p, n, qc, n), device<const T>(dr.p, m, m, m),
+                        device<const T>(dd.p, n, nrhs, n), n, go);
+  }
+#endif
   // The QR front door on a copy (its blocked form overwrites A), then Q, R and Q^T B from it.
   std::vector<T> ac(std::size_t(n) * m);
   for (int j = 0; j < m; ++j)
     std::copy(a.data + std::size_t(j) * a.ld, a.data + std::size_t(j) * a.ld + n,
               ac.data() + std::size_t(j) * n);
   options fo;
-  fo.on = (o.on == target::cpu || !gpu_available()) ? target::cpu : target::automatic;
+  fo.on = target::cpu;
   auto f = factorize(host(ac.data(), n, m, n), fo);
   std::vector<T> r(std::size_t(m) * m), q, d;
   f.copy_r(host(r.data(), m, m, m));
-  const int qc = o.q == q_mode::full ? n : o.q == q_mode::thin ? m : 0;
   if (qc > 0) {
     q.resize(std::size_t(n) * qc);
     f.form_q(o.q == q_mode::full ? q_shape::full : q_shape::thin, host(q.data(), n, qc, n));

@@ -184,7 +184,7 @@ template <class T>
 void gpu_backend::upload(int lane, int m, int n, const T* h, int ldh, T* d, int ldd) {
   if (m <= 0 || n <= 0) return;
   ok(cudaMemcpy2DAsync(d, std::size_t(ldd) * sizeof(T), h, std::size_t(ldh) * sizeof(T),
-                       std::size_t(m) * sizeof(T), std::size_t(n), cudaMemcpyHostToDevice,
+                       std::size_t(m) * sizeof(T), std::size_t(n), cudaMemcpyDefault,
                        _r->s[lane]),
      "cudaMemcpy2DAsync (upload)");
   // Pageable host memory may be reused by the caller once we return.
@@ -195,7 +195,7 @@ template <class T>
 void gpu_backend::download(int lane, int m, int n, const T* d, int ldd, T* h, int ldh) {
   if (m <= 0 || n <= 0) return;
   ok(cudaMemcpy2DAsync(h, std::size_t(ldh) * sizeof(T), d, std::size_t(ldd) * sizeof(T),
-                       std::size_t(m) * sizeof(T), std::size_t(n), cudaMemcpyDeviceToHost,
+                       std::size_t(m) * sizeof(T), std::size_t(n), cudaMemcpyDefault,
                        _r->s[lane]),
      "cudaMemcpy2DAsync (download)");
   ok(cudaStreamSynchronize(_r->s[lane]), "cudaStreamSynchronize");
