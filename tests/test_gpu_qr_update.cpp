@@ -35,5 +35,10 @@ TEST_CASE("qr update, GPU: larger blocks agree with the CPUs") {
     upd::check_factors(u, p, "delete 40 rows at 10");
     upd::apply(u, p, upd::op::rank, 0, 20);
     upd::check_factors(u, p, "rank-20 update");
+    // Wide strips: the Givens kernels' global-memory forms (past their shared-memory sizes).
+    upd::apply(u, p, upd::op::insert_columns, 30, 150);
+    upd::check_factors(u, p, "insert 150 columns at 30");
+    upd::apply(u, p, upd::op::rank, 0, 130);
+    upd::check_factors(u, p, "rank-130 update");
   }
 }

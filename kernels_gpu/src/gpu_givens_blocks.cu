@@ -8,12 +8,15 @@
 namespace tessera::kernels {
 namespace {
 
-template <class T>
+// Shared: the block's S_t while it is built, when it fits (then written out once).
+template <class T, bool Shared>
 __global__ void givens_blocks_kernel(givens_plan plan, const T* __restrict__ cs, T* S) {
+  extern __shared__ unsigned char smem_raw[];
   const int t = static_cast<int>(blockIdx.x);
   const int bw = plan.bw(), r0 = plan.row0(t), n = plan.rows(t);
   const int lo = plan.u_lo(t), hi = plan.u_hi(t), L = plan.L;
-  T* St = S + static_cast<std::size_t>(t) * bw * bw;
+  T* out = S + static_cast<std::size_t>(t) * bw * bw;
+  T* St = Shared ? reinterpret_cast<T*>(smem_raw) : out;
   for (int c = static_cast<int>(threadIdx.x); c < bw; c += static_cast<int>(blockDim.x))
     for (int r = 0; r < bw; ++r) St[c + static_cast<std::size_t>(r) * bw] = (r == c) ? T(1) : T(0);
   for (int c = static_cast<int>(threadIdx.x); c < n; c += static_cast<int>(blockDim.x)) {
@@ -29,6 +32,11 @@ __global__ void givens_blocks_kernel(givens_plan plan, const T* __restrict__ cs,
         x[bw] = -s * a + cc * b;
       }
     }
+  }
+  if constexpr (Shared) {
+    __syncthreads();
+    for (int idx = static_cast<int>(threadIdx.x); idx < bw * bw; idx += static_cast<int>(blockDim.x))
+      out[idx] = St[idx];
   }
 }
 
@@ -64,7 +72,18 @@ void gpu_givens_blocks(const givens_plan& plan, const T* cs, T* S, cudaStream_t 
   if (nblocks == 0) return;
   detail::require_ptr(kernel, "cs", cs);
   detail::require_ptr(kernel, "S", S);
-  givens_blocks_kernel<T><<<static_cast<unsigned>(nblocks), 128, 0, stream>>>(plan, cs, S);
+  const std::size_t bytes = std::size_t(plan.bw()) * plan.bw() * sizeof(T);
+  constexpr std::size_t shared_limit = 200 * 1024;  // of the H100's 227 KB per block
+  const unsigned threads = plan.bw() > 128 ? 256 : 128;
+  if (bytes <= shared_limit) {
+    auto k = givens_blocks_kernel<T, true>;
+    detail::check(kernel, "cudaFuncSetAttribute",
+                  cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(shared_limit)));
+    k<<<static_cast<unsigned>(nblocks), threads, bytes, stream>>>(plan, cs, S);
+  } else {
+    givens_blocks_kernel<T, false><<<static_cast<unsigned>(nblocks), threads, 0, stream>>>(plan, cs, S);
+  }
   detail::check(kernel, "givens_blocks_kernel launch", cudaGetLastError());
 }
 

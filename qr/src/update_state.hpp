@@ -193,9 +193,10 @@ void givens_update(update_state<B, T>& st, const kernels::givens_plan& plan, T* 
   }
 }
 
-// The width of a Givens block: wide enough that the blocks' GEMMs are efficient, narrow enough
-// that their extra flops ((w + p)^2 / (3 w p) of the rotations') stay small.
-inline int givens_block_width(int p) { return std::clamp(2 * p, 32, 256); }
+// The width of a Givens block: wide enough that the blocks are few (each costs a GEMM per matrix)
+// and their GEMMs efficient, narrow enough that their extra flops ((w + p)^2 / (3 w p) of the
+// rotations') stay small and a block's (w + p)^2 matrix is built in the GPU's shared memory.
+inline int givens_block_width(int p) { return p <= 128 ? 64 : 32; }
 
 // The algorithms, one per file (qr/src/update_*.cpp); arguments checked by the caller.
 template <class B, class T> void delete_columns(update_state<B, T>&, int k, int p);
