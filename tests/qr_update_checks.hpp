@@ -356,4 +356,27 @@ void bad_arguments(qr::target on) {
   CHECK(msg([&] { v.copy_q(mat<T>(30, 30).ref()); }).find("no Q") != std::string::npos);
 }
 
+// Sizes where the panels, the Givens blocks and groups, and both lanes all have several steps.
+inline void larger_blocks(qr::target on) {
+  problem<double> p;
+  auto u = make<double>(p, 700, 400, 3, qr::q_mode::full, on, 0);
+  apply(u, p, op::delete_columns, 50, 120);
+  check_factors(u, p, "delete 120 columns at 50 of 700 x 400");
+  apply(u, p, op::insert_rows, 300, 150);
+  check_factors(u, p, "insert 150 rows at 300");
+  apply(u, p, op::insert_columns, 100, 90);
+  check_factors(u, p, "insert 90 columns at 100");
+  apply(u, p, op::delete_rows, 10, 40);
+  check_factors(u, p, "delete 40 rows at 10");
+  apply(u, p, op::rank, 0, 20);
+  check_factors(u, p, "rank-20 update");
+  // Wide strips: several groups of sweeps; on the GPU the kernels' global-memory forms too.
+  apply(u, p, op::insert_columns, 30, 150);
+  check_factors(u, p, "insert 150 columns at 30");
+  apply(u, p, op::rank, 0, 130);
+  check_factors(u, p, "rank-130 update");
+  apply(u, p, op::delete_rows, 0, 200);
+  check_factors(u, p, "delete 200 rows at 0");
+}
+
 }  // namespace tessera::testing::update

@@ -20,25 +20,4 @@ TEST_CASE("qr update, GPU: bad arguments throw and leave the factorization uncha
   upd::bad_arguments<double>(target::gpu);
   upd::bad_arguments<float>(target::gpu);
 }
-TEST_CASE("qr update, GPU: larger blocks agree with the CPUs") {
-  // Sizes where the panels, the Givens blocks and both lanes all have several steps.
-  for (auto q : {tessera::qr::q_mode::full}) {
-    upd::problem<double> p;
-    auto u = upd::make<double>(p, 700, 400, 3, q, target::gpu, 0);
-    upd::apply(u, p, upd::op::delete_columns, 50, 120);
-    upd::check_factors(u, p, "delete 120 columns at 50 of 700 x 400");
-    upd::apply(u, p, upd::op::insert_rows, 300, 150);
-    upd::check_factors(u, p, "insert 150 rows at 300");
-    upd::apply(u, p, upd::op::insert_columns, 100, 90);
-    upd::check_factors(u, p, "insert 90 columns at 100");
-    upd::apply(u, p, upd::op::delete_rows, 10, 40);
-    upd::check_factors(u, p, "delete 40 rows at 10");
-    upd::apply(u, p, upd::op::rank, 0, 20);
-    upd::check_factors(u, p, "rank-20 update");
-    // Wide strips: the Givens kernels' global-memory forms (past their shared-memory sizes).
-    upd::apply(u, p, upd::op::insert_columns, 30, 150);
-    upd::check_factors(u, p, "insert 150 columns at 30");
-    upd::apply(u, p, upd::op::rank, 0, 130);
-    upd::check_factors(u, p, "rank-130 update");
-  }
-}
+TEST_CASE("qr update, GPU: larger blocks, wide strips") { upd::larger_blocks(target::gpu); }

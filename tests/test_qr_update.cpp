@@ -20,3 +20,4 @@ TEST_CASE("qr update, CPUs: bad arguments throw and leave the factorization unch
   upd::bad_arguments<double>(target::cpu);
   upd::bad_arguments<float>(target::cpu);
 }
+TEST_CASE("qr update, CPUs: larger blocks, wide strips") { upd::larger_blocks(target::cpu); }

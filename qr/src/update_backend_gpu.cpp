@@ -3,8 +3,11 @@
 #if TESSERA_QR_CUDA
 #include <cuda_runtime.h>
 
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 
 #include "tessera/kernels_gpu/cublas.hpp"
 #include "tessera/kernels_gpu/gpu_geqrt.hpp"
@@ -52,13 +55,70 @@ gpu_backend::gpu_backend() : _r(std::make_unique<gpu_resources>()) {}
 gpu_backend::gpu_backend(gpu_backend&&) noexcept = default;
 gpu_backend::~gpu_backend() = default;
 
+// Workspace blocks freed by one factorization are kept for the next (up to 512 MiB a block, 4 GiB
+// in all): an update that finds its workspace cached allocates nothing, so a sequence of
+// updates, or many factorizations one after another, does not pay cudaMalloc/cudaFree (each a
+// device-wide synchronisation) every time. Blocks go back only once their streams are done
+// (update_state's destructor and ensure() synchronise first).
+namespace {
+struct block_pool {
+  std::mutex mu;
+  std::multimap<std::size_t, void*> free;   // size -> block
+  std::unordered_map<void*, std::size_t> size_of;
+  std::size_t cached = 0;
+  static constexpr std::size_t max_block = std::size_t(512) << 20, max_total = std::size_t(4) << 30;
+};
+block_pool& pool() {
+  static auto* p = new block_pool;  // never destroyed: buffers may be released at exit
+  return *p;
+}
+void drop_cached(block_pool& bp) {
+  for (auto& [sz, ptr] : bp.free) {
+    cudaFree(ptr);
+    bp.size_of.erase(ptr);
+  }
+  bp.free.clear();
+  bp.cached = 0;
+}
+}  // namespace
+
 void gpu_backend::release(void* p) noexcept {
-  if (p) cudaFree(p);
+  if (!p) return;
+  auto& bp = pool();
+  std::lock_guard lock(bp.mu);
+  const auto it = bp.size_of.find(p);
+  const std::size_t sz = it == bp.size_of.end() ? 0 : it->second;
+  if (sz > 0 && sz <= block_pool::max_block && bp.cached + sz <= block_pool::max_total) {
+    bp.free.emplace(sz, p);
+    bp.cached += sz;
+    return;
+  }
+  if (it != bp.size_of.end()) bp.size_of.erase(it);
+  cudaFree(p);
 }
 void* gpu_backend::acquire(std::size_t bytes) {
   void* p = nullptr;
-  if (bytes == 0) bytes = 1;
-  if (cudaMalloc(&p, bytes) != cudaSuccess) {
+  bytes = (std::max<std::size_t>(bytes, 1) + 255) / 256 * 256;
+  auto& bp = pool();
+  std::lock_guard lock(bp.mu);
+  // A cached block of at least the size and at most twice it.
+  if (auto it = bp.free.lower_bound(bytes); it != bp.free.end() && it->first <= 2 * bytes) {
+    p = it->second;
+    bp.cached -= it->first;
+    bp.free.erase(it);
+    return p;
+  }
+  cudaError_t e = cudaMalloc(&p, bytes);
+  if (e != cudaSuccess && bp.cached > 0) {  // the cache's blocks back to the device, then again
+    cudaGetLastError();
+    drop_cached(bp);
+    e = cudaMalloc(&p, bytes);
+  }
+  if (e == cudaSuccess) {
+    bp.size_of[p] = bytes;
+    return p;
+  }
+  {
     cudaGetLastError();
     std::size_t free_b = 0, total_b = 0;
     cudaMemGetInfo(&free_b, &total_b);

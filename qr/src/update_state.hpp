@@ -30,6 +30,17 @@ struct update_state {
   buf spare_q, spare_r, spare_d, work_r, work_q, panels, tmats, pwork, xbuf, cs, S, in_u, in_v,
       in_b;
 
+  update_state() = default;
+  update_state(const update_state&) = delete;
+  update_state& operator=(const update_state&) = delete;
+  // The buffers go back (to the GPU backend's cache) only when no enqueued work uses them.
+  ~update_state() {
+    try {
+      be.sync();
+    } catch (...) {
+    }
+  }
+
   int qcols() const noexcept { return mode == q_mode::full ? n : mode == q_mode::thin ? m : 0; }
   int rrows() const noexcept { return mode == q_mode::full ? n : m; }
   int drows() const noexcept { return mode == q_mode::full ? n : m; }
@@ -154,41 +165,72 @@ struct givens_targets {
   int col_shift = 0;  // R's rows from global row s have nonzeros from column s - p + col_shift
 };
 
+// The sweeps of one group of columns [j0, j0 + g) of the strip: a strip of its own (rows from j0,
+// the same base), whose rotations then go to the strip's later columns as well as to R, D and Q.
+inline kernels::givens_plan givens_group(const kernels::givens_plan& plan, int j0, int g) {
+  kernels::givens_plan sub = plan;
+  sub.L = plan.L - j0;
+  sub.p = g;
+  sub.w = std::max(plan.w, 64);  // g <= 64: a block of 64 + g rows still fits shared memory
+  return sub;
+}
+
+// Sweeps per group: a group's wavefront works in the GPU's shared memory (its window is
+// (2g + 2) x g), and the later columns take the group's rotations as GEMMs like R does.
+inline constexpr int givens_group_width = 64;
+
 // Brings the strip X (plan.L x plan.p, ldx; in R or a buffer) to upper triangular form by the
 // plan's sweeps, and applies the same rotations to R, D and Q as `tg` says, in blocks (GEMMs).
+// Wide strips go in groups of sweeps (the sweeps' own order: group by group).
 template <class B, class T>
 void givens_update(update_state<B, T>& st, const kernels::givens_plan& plan, T* X, int ldx,
                    const givens_targets& tg) {
   auto& be = st.be;
   if (plan.L <= 1 || plan.p <= 0 || plan.umax_all() <= 0) return;
-  be.ensure(st.cs, plan.cs_size());
-  be.ensure(st.S, plan.blocks_size());
-  const int bw = plan.bw();
-  be.ensure(st.work_r, std::size_t(bw) * std::max({tg.col_end, st.nrhs, 1}));
-  if (st.qcols() > 0) be.ensure(st.work_q, std::size_t(bw) * std::max(st.n, 1));
-  be.givens_generate(lane_r, plan, X, ldx, st.cs.data());
-  be.givens_blocks(lane_r, plan, st.cs.data(), st.S.data());
-  if (st.qcols() > 0) be.dep(lane_r, lane_q);
-  for (int t = 0; t < plan.blocks(); ++t) {
-    const int s = plan.row0(t), rt = plan.rows(t), g = tg.off + s;
-    const T* St = st.S.data() + std::size_t(t) * bw * bw;
-    // Rows [g, g + rt) := B_t (those rows) = S_t^T (those rows).
-    const int c0 = std::max(tg.col_min, g - plan.p + tg.col_shift), nc = tg.col_end - c0;
-    if (nc > 0) {
-      be.gemm(lane_r, 'T', 'N', rt, nc, rt, T(1), St, bw, st.R(g, c0), st.ldr, T(0),
-              st.work_r.data(), bw);
-      be.copy(lane_r, rt, nc, st.work_r.data(), bw, st.R(g, c0), st.ldr);
-    }
-    if (st.nrhs > 0) {
-      be.gemm(lane_r, 'T', 'N', rt, st.nrhs, rt, T(1), St, bw, st.D(g, 0), st.ldd, T(0),
-              st.work_r.data(), bw);
-      be.copy(lane_r, rt, st.nrhs, st.work_r.data(), bw, st.D(g, 0), st.ldd);
-    }
-    if (st.qcols() > 0) {
-      // Q(:, g : g + rt) := Q(:, ...) B_t^T = Q(:, ...) S_t, so that Q R stays A.
-      be.gemm(lane_q, 'N', 'N', st.n, rt, rt, T(1), st.Q(0, g), st.ldq, St, bw, T(0),
-              st.work_q.data(), st.n);
-      be.copy(lane_q, st.n, rt, st.work_q.data(), st.n, st.Q(0, g), st.ldq);
+  const int G = givens_group_width;
+  const int ngroups = (plan.p + G - 1) / G;
+  for (int grp = 0; grp < ngroups; ++grp) {
+    const int j0 = grp * G, g = std::min(G, plan.p - j0);
+    const kernels::givens_plan sub = givens_group(plan, j0, g);
+    if (sub.L <= 1 || sub.umax_all() <= 0) continue;
+    // Each group's rotations and blocks are new buffers' worth: lane Q may still read the last's.
+    be.dep(lane_q, lane_r);
+    be.ensure(st.cs, sub.cs_size());
+    be.ensure(st.S, sub.blocks_size());
+    const int bw = sub.bw(), rest = plan.p - j0 - g;
+    be.ensure(st.work_r, std::size_t(bw) * std::max({tg.col_end, st.nrhs, rest, 1}));
+    if (st.qcols() > 0) be.ensure(st.work_q, std::size_t(bw) * std::max(st.n, 1));
+    T* Xg = X + j0 + std::size_t(j0) * ldx;
+    be.givens_generate(lane_r, sub, Xg, ldx, st.cs.data());
+    be.givens_blocks(lane_r, sub, st.cs.data(), st.S.data());
+    if (st.qcols() > 0) be.dep(lane_r, lane_q);
+    for (int t = 0; t < sub.blocks(); ++t) {
+      const int s = sub.row0(t), rt = sub.rows(t), g0 = tg.off + j0 + s;
+      const T* St = st.S.data() + std::size_t(t) * bw * bw;
+      // Rows [g0, g0 + rt) := B_t (those rows) = S_t^T (those rows): the strip's later columns,
+      // R, D; Q's columns likewise from the right.
+      if (rest > 0) {
+        T* Xr = X + (j0 + s) + std::size_t(j0 + g) * ldx;
+        be.gemm(lane_r, 'T', 'N', rt, rest, rt, T(1), St, bw, Xr, ldx, T(0), st.work_r.data(), bw);
+        be.copy(lane_r, rt, rest, st.work_r.data(), bw, Xr, ldx);
+      }
+      const int c0 = std::max(tg.col_min, g0 - plan.p + tg.col_shift), nc = tg.col_end - c0;
+      if (nc > 0) {
+        be.gemm(lane_r, 'T', 'N', rt, nc, rt, T(1), St, bw, st.R(g0, c0), st.ldr, T(0),
+                st.work_r.data(), bw);
+        be.copy(lane_r, rt, nc, st.work_r.data(), bw, st.R(g0, c0), st.ldr);
+      }
+      if (st.nrhs > 0) {
+        be.gemm(lane_r, 'T', 'N', rt, st.nrhs, rt, T(1), St, bw, st.D(g0, 0), st.ldd, T(0),
+                st.work_r.data(), bw);
+        be.copy(lane_r, rt, st.nrhs, st.work_r.data(), bw, st.D(g0, 0), st.ldd);
+      }
+      if (st.qcols() > 0) {
+        // Q(:, g0 : g0 + rt) := Q(:, ...) B_t^T = Q(:, ...) S_t, so that Q R stays A.
+        be.gemm(lane_q, 'N', 'N', st.n, rt, rt, T(1), st.Q(0, g0), st.ldq, St, bw, T(0),
+                st.work_q.data(), st.n);
+        be.copy(lane_q, st.n, rt, st.work_q.data(), st.n, st.Q(0, g0), st.ldq);
+      }
     }
   }
 }
