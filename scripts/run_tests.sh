@@ -84,6 +84,7 @@ if [ "${TESSERA_SKIP_SANITIZERS:-0}" != 1 ]; then
     esac
     # test_qr_tool runs the tool: build it too.
     [ "$kind" = asan ] && [ -e tests/test_qr_tool.cpp ] && targets+=(tessera_qr_tool)
+    [ "$kind" = asan ] && [ -e tests/test_qr_update_tool.cpp ] && targets+=(tessera_qr_update)
     if stage "configure-$kind" cmake -S . -B "build-$kind" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
          -DTESSERA_SANITIZE=$sanitize -DTESSERA_CUDA=OFF -DTESSERA_BUILD_BENCH=OFF \
          "-DCMAKE_CXX_FLAGS=$flags" "-DCMAKE_C_FLAGS=$flags" &&
