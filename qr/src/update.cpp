@@ -329,6 +329,9 @@ void updatable<T>::solve(matrix_ref<T> x) const {
     be.download(detail::lane_r, m, nr, st.work_r.data(), m, x.data, x.ld);
     be.sync();
   });
+  if (check::find_non_finite(m, nr, x.data, x.ld).first >= 0)
+    throw std::runtime_error(std::string(fn) +
+                             ": the solution is not finite: R is singular (A is rank deficient)");
 }
 
 template <class T>

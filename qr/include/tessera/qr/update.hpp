@@ -24,7 +24,8 @@
 //
 // Errors: a bad position or count, sizes that do not match, or a NaN/Inf in new data throw
 // std::invalid_argument naming the argument, checked before anything changes: the factorization
-// is left as it was. Inputs are host memory (matrix_ref with memory::host).
+// is left as it was. Inputs are host memory (matrix_ref with memory::host); from_factors also
+// takes device matrices for target::gpu (copied on the device, not scanned for NaN/Inf).
 #include <memory>
 
 #include "tessera/qr/factorize.hpp"
@@ -78,7 +79,8 @@ class updatable {
   // q_mode::full.
   void rank_update(matrix_ref<const T> u, matrix_ref<const T> v);
 
-  // x (cols x nrhs) := argmin ||A X - B||_2 for the current A and B (A of full column rank).
+  // x (cols x nrhs) := argmin ||A X - B||_2 for the current A and B. Throws std::runtime_error
+  // when R is singular (A rank deficient: the solution is not finite).
   void solve(matrix_ref<T> x) const;
   // r (cols x cols) := R, zeros below the diagonal.
   void copy_r(matrix_ref<T> r) const;
