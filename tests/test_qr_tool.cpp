@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "tessera/qr/blocked_qr_gpu.hpp"
 #include "tessera/qr/gpu.hpp"
@@ -218,5 +219,42 @@ TEST_CASE("tessera_qr: empty matrices are factored, as LAPACK allows") {
     const outcome o = run(std::string(args) + " --device cpu --check");
     CAPTURE(o.out);
     CHECK(o.code == 0);
+  }
+}
+
+TEST_CASE("tessera_qr --full-t: the full T and S checked on every device there is, JSON fields, bad arguments") {
+  std::vector<std::string> devices{"cpu"};
+  if (tessera::qr::gpu_available()) {
+    devices.push_back("gpu");
+    devices.push_back("gpu --memory device");
+  }
+  for (const std::string& device : devices)
+    for (const char* args : {"--m 300 --n 200 --nb 32", "--m 130 --n 130 --nb 64 --precision s"}) {
+      CAPTURE(device);
+      CAPTURE(args);
+      const outcome o = run(std::string(args) + " --device " + device + " --full-t --threads 2 --check --json" +
+                            seed_arg());
+      CAPTURE(o.out);
+      CHECK(o.code == 0);
+      CHECK(o.out.find("\"full_t\": true") != std::string::npos);
+      CHECK(o.out.find("\"residual_s\": null") == std::string::npos);
+      CHECK(o.out.find("\"error_t_lapack\": null") == std::string::npos);
+      CHECK(o.out.find("\"passed\": true") != std::string::npos);
+    }
+  const outcome text = run("--m 120 --n 100 --nb 32 --device cpu --full-t --threads 2 --check" + seed_arg());
+  CAPTURE(text.out);
+  CHECK(text.code == 0);
+  CHECK(text.out.find("with the full T") != std::string::npos);
+  CHECK(text.out.find("||S - V T^T||") != std::string::npos);
+  CHECK(text.out.find("||T - T_LAPACK||") != std::string::npos);
+  const outcome plain = run("--m 120 --n 100 --nb 32 --device cpu --threads 2 --json" + seed_arg());
+  CHECK(plain.out.find("\"full_t\": false") != std::string::npos);
+  for (const char* args : {"--m 100 --n 120 --full-t --device cpu", "--m 200 --n 100 --full-t --algorithm tile",
+                           "--m 200 --n 100 --full-t --device hybrid"}) {
+    CAPTURE(args);
+    const outcome o = run(args);
+    CAPTURE(o.out);
+    CHECK(o.code == 2);
+    CHECK(o.out.find("full") != std::string::npos);
   }
 }

@@ -60,6 +60,25 @@ template <class T>
 void unit_lower_copy(const char* kernel, int m, int k, const T* V, int ldv, T* Vc, int ldvc,
                      cudaStream_t stream);
 
+// --- the full T and S (st_blocks.cu) ------------------------------------------------------------
+// D (w x w, ldd) := ST's diagonal block: Tkk (ldt) on and above the diagonal, L Tkk^T below it, L
+// the unit lower triangle stored in V (ldv).
+template <class T>
+void st_diagonal_block(const char* kernel, int w, const T* V, int ldv, const T* Tkk, int ldt, T* D, int ldd,
+                       cudaStream_t stream);
+
+// B (rb x p, ldb) := rows r0..r0+rb, columns 0..p of the lower trapezoid stored in X (ldx), zeros
+// above the diagonal; unit: V's implicit unit diagonal, else the stored one (S's).
+template <class T>
+void lower_rows(const char* kernel, int r0, int rb, int p, const T* X, int ldx, bool unit, T* B, int ldb,
+                cudaStream_t stream);
+
+// Y (rows x cols, ldy) := row i + shift of X (in rows, ldx) for each row i, zero where there is no
+// such row; X null: the identity shifted, Y(i, j) = (i + shift == j).
+template <class T>
+void shifted_rows(const char* kernel, int rows, int cols, int in, int shift, const T* X, int ldx, T* Y, int ldy,
+                  cudaStream_t stream);
+
 // --- the panel's columns (householder.cu) ------------------------------------------------------
 // Elements of scratch householder_block needs for m rows.
 std::size_t householder_scratch_size(int m);

@@ -18,14 +18,7 @@ template <class T>
 void gpu_larfb(cublasOperation_t op, int m, int n, int k, const T* V, int ldv, const T* Tf, int ldt, T* C, int ldc,
                T* work, std::size_t lwork, cublasHandle_t handle) {
   constexpr const char* kernel = "gpu_larfb";
-  if (op != CUBLAS_OP_T && op != CUBLAS_OP_N) detail::bad_argument(kernel, "op", op, "==", "CUBLAS_OP_N or _T", 0);
-  require_ge(kernel, "m", m, "0", 0);
-  require_ge(kernel, "n", n, "0", 0);
-  require_ge(kernel, "k", k, "0", 0);
-  require_le(kernel, "k", k, "m", m);
-  require_ge(kernel, "ldv", ldv, "max(1, m)", at_least_1(m));
-  require_ge(kernel, "ldt", ldt, "max(1, k)", at_least_1(k));
-  require_ge(kernel, "ldc", ldc, "max(1, m)", at_least_1(m));
+  detail::require_reflector_arguments(kernel, op, m, n, k, ldv, ldt, ldc);
   require_ge(kernel, "lwork", static_cast<long long>(lwork), "the workspace size",
              static_cast<long long>(gpu_larfb_workspace_size(m, n, k)));
   require_ptr(kernel, "handle", handle);

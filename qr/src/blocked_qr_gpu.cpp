@@ -22,6 +22,10 @@ namespace tessera::qr {
 // CholeskyQR2 panels; smaller matrices want narrower panels.
 int default_blocked_nb(int n) noexcept { return n >= 32768 ? 512 : n >= 16384 ? 384 : n >= 4096 ? 256 : 128; }
 
+// Measured on an H100 (docs/architecture.md), device memory, with the full T: nb 384 against 256
+// took 0.0367 against 0.0399 s at n = 6000 and 0.0589 against 0.0609 s at 8192.
+int default_full_t_nb(int n) noexcept { return n >= 4096 ? std::max(384, default_blocked_nb(n)) : default_blocked_nb(n); }
+
 // Measured on an H100 (docs/architecture.md): lookahead 3 is 1-4% faster than 1 from n = 16384 and
 // 2-3% slower below.
 int default_blocked_lookahead(int n) noexcept { return n >= 16384 ? 3 : 1; }
@@ -47,13 +51,17 @@ constexpr int panel_priority = urgent_priority + 1, ahead_priority = urgent_prio
 template <class T>
 class blocked_qr {
  public:
-  blocked_qr(runtime& rt, int m, int n, T* a, int lda, T* t, int ldt, int nb, int ib, bool on_device)
-      : _rt(rt), _m(m), _n(n), _nb(nb), _ib(ib), _nt((n + nb - 1) / nb), _on_device(on_device) {
+  blocked_qr(runtime& rt, int m, int n, T* a, int lda, T* t, int ldt, T* st, int ldst, int nb, int ib,
+             bool on_device)
+      : _rt(rt), _m(m), _n(n), _nb(nb), _ib(ib), _nt((n + nb - 1) / nb), _mt((m + nb - 1) / nb),
+        _on_device(on_device), _full_t(st != nullptr) {
     if (on_device) {
       _da = a;
       _ldda = lda;
       _dt = t;
       _lddt = ldt;
+      _dst = st;
+      _lddst = ldst;
     } else {
       _a_dev = rt.allocate_device(sizeof(T) * std::size_t(m) * n);
       _t_dev = rt.allocate_device(sizeof(T) * std::size_t(nb) * n);
@@ -61,6 +69,11 @@ class blocked_qr {
       _ldda = m;
       _dt = _t_dev.get<T>();
       _lddt = nb;
+      if (_full_t) {
+        _st_dev = rt.allocate_device(sizeof(T) * std::size_t(m) * n);
+        _dst = _st_dev.get<T>();
+        _lddst = m;
+      }
     }
     // Every allocation before any registration: a failure leaves no handle placed in freed memory.
     _counts = rt.allocate_pinned(sizeof(unsigned) * std::size_t(_nt));
@@ -79,6 +92,7 @@ class blocked_qr {
         rt.place_on_device(_t.back(), t_block(j), sizeof(T) * std::size_t(_lddt));
       }
     }
+    if (_full_t) register_st(st, ldst);
     _checked = rt.register_key(reinterpret_cast<std::uintptr_t>(this));
   }
 
@@ -88,11 +102,14 @@ class blocked_qr {
       _rt.wait_all();
     } catch (...) {  // already reported, or the exception in flight is the one that matters
     }
-    if (!_on_device)
+    if (!_on_device) {
       for (int j = 0; j < _nt; ++j) {
         _rt.release_device(_col[j]);
         _rt.release_device(_t[j]);
       }
+      for (handle h : _st_rows) _rt.release_device(h);
+      for (handle h : _t_cols) _rt.release_device(h);
+    }
   }
 
   // Every column block checked for NaN and Inf on the GPU, then judged on the CPUs. A host matrix
@@ -166,10 +183,40 @@ class blocked_qr {
     b.scratch(sizeof(T) * lwork).priority(priority).label("gpu_larfb").color(detail::color_tsmqr).submit();
   }
 
-  // Column block k and T_k are final: home while the factorization goes on, once A is known finite.
+  // Step k of the full T and S (Algorithm 1) beside the trailing update: it reads only panel k's
+  // V and T_k, writes T's block column k and S's row blocks k.. (every row block's first
+  // touch, at step 0, is a write: nothing travels to the device for it).
+  void full_t(int k) {
+    if (!_full_t) return;
+    const int w = width(k), r0 = k * _nb, m = _m, ldda = _ldda, lddt = _lddt, lddst = _lddst;
+    const T* a = _da;
+    const T* tk = t_block(k);
+    T* st = _dst;
+    const std::size_t lwork = kernels::gpu_full_t_step_workspace_size(r0, w);
+    auto b = _rt.task([=](task_context& ctx) {
+      kernels::gpu_full_t_step(m, r0, w, a, ldda, tk, lddt, st, lddst, static_cast<T*>(ctx.scratch(0)), lwork,
+                               blas_of(ctx));
+    });
+    b.on(device::gpu).read(_col[k]).read(_t[k]);
+    if (k > 0) b.write(_t_cols[k - 1]);
+    for (int i = k; i < _mt; ++i)
+      if (k == 0) b.write(_st_rows[i]);
+      else b.read_write(_st_rows[i]);
+    b.scratch(sizeof(T) * std::max<std::size_t>(lwork, 1)).priority(bulk_priority).label("gpu_full_t_step")
+        .color(detail::color_tsmqr).submit();
+  }
+
+  // Column block k and T_k are final: home while the factorization goes on, once A is known finite;
+  // with the full T, T's block column k and S's row block k too (the last step: every row block
+  // left).
   void fetch(int k) {
     if (_on_device) return;
-    for (handle h : {_col[k], _t[k]})
+    std::vector<handle> final_now{_col[k], _t[k]};
+    if (_full_t) {
+      if (k > 0) final_now.push_back(_t_cols[k - 1]);
+      for (int i = k; i < (k + 1 == _nt ? _mt : k + 1); ++i) final_now.push_back(_st_rows[i]);
+    }
+    for (handle h : final_now)
       _rt.task([] {}).read(h).read(_checked).label("fetch").color(detail::color_copy).submit();
   }
 
@@ -180,15 +227,36 @@ class blocked_qr {
   T* column(int j) const { return _da + std::size_t(j) * _nb * _ldda; }
   T* t_block(int j) const { return _dt + std::size_t(j) * _nb * _lddt; }
 
+  // ST's handles, which cover it without overlap: row block i (rows i*nb.., columns up to the end
+  // of its diagonal block), final after step i; T's block column j above its diagonal block (rows
+  // 0..j*nb), final after step j (j >= 1).
+  void register_st(T* st, int ldst) {
+    const auto handle_of = [&](int r0, int rows, int c0, int cols) {
+      const std::size_t run = sizeof(T) * std::size_t(rows), pitch_dev = sizeof(T) * std::size_t(_lddst);
+      T* dev = _dst + r0 + std::size_t(c0) * _lddst;
+      if (_on_device) return _rt.register_device_data(dev, run, std::size_t(cols), pitch_dev);
+      const handle h = _rt.register_data(st + r0 + std::size_t(c0) * ldst, run, std::size_t(cols),
+                                         sizeof(T) * std::size_t(ldst));
+      _rt.place_on_device(h, dev, pitch_dev);
+      return h;
+    };
+    for (int i = 0; i < _mt; ++i) {
+      const int r0 = i * _nb;
+      _st_rows.push_back(handle_of(r0, std::min(_nb, _m - r0), 0, std::min(_n, r0 + _nb)));
+    }
+    for (int j = 1; j < _nt; ++j) _t_cols.push_back(handle_of(0, j * _nb, j * _nb, width(j)));
+  }
+
   runtime& _rt;
-  int _m, _n, _nb, _ib, _nt;
-  bool _on_device;
-  device_buffer _a_dev, _t_dev;  // the device copies of a host matrix
-  T* _da = nullptr;  // m x n, leading dimension _ldda
-  T* _dt = nullptr;  // nb x n, leading dimension _lddt
-  int _ldda = 0, _lddt = 0;
+  int _m, _n, _nb, _ib, _nt, _mt;
+  bool _on_device, _full_t;
+  device_buffer _a_dev, _t_dev, _st_dev;  // the device copies of a host matrix
+  T* _da = nullptr;   // m x n, leading dimension _ldda
+  T* _dt = nullptr;   // nb x n, leading dimension _lddt
+  T* _dst = nullptr;  // m x n, leading dimension _lddst (with the full T)
+  int _ldda = 0, _lddt = 0, _lddst = 0;
   pinned_buffer _counts;  // non-finite entries per column block
-  std::vector<handle> _col, _t;
+  std::vector<handle> _col, _t, _st_rows, _t_cols;
   handle _checked;
 };
 
@@ -196,6 +264,12 @@ class blocked_qr {
 
 template <class T>
 void blocked_qr_gpu(runtime& rt, int m, int n, T* a, int lda, T* t, int ldt, const blocked_options& options) {
+  blocked_qr_gpu<T>(rt, m, n, a, lda, t, ldt, nullptr, std::max(1, m), options);
+}
+
+template <class T>
+void blocked_qr_gpu(runtime& rt, int m, int n, T* a, int lda, T* t, int ldt, T* st, int ldst,
+                    const blocked_options& options) {
   if (!rt.has_gpu()) detail::invalid(func, "the runtime has no GPU (runtime_options::gpu_streams)");
   detail::require_at_least(func, "n", n, 0);
   detail::require_at_least(func, "m", m, n, "n");
@@ -210,16 +284,18 @@ void blocked_qr_gpu(runtime& rt, int m, int n, T* a, int lda, T* t, int ldt, con
   detail::require_at_least(func, "chunked_steps", options.chunked_steps, 0);
   detail::require_at_least(func, "lda", lda, std::max(1, m), "max(1, m)");
   detail::require_at_least(func, "ldt", ldt, std::max(1, std::min(nb, n)), "max(1, min(nb, n))");
+  detail::require_at_least(func, "ldst", ldst, std::max(1, m), "max(1, m)");
   if (n == 0) return;
   if (!a) detail::invalid(func, "A is null");
   if (!t) detail::invalid(func, "T is null");
 
-  blocked_qr<T> qr(rt, m, n, a, lda, t, ldt, std::min(nb, n), options.ib, options.device_matrix);
+  blocked_qr<T> qr(rt, m, n, a, lda, t, ldt, st, ldst, std::min(nb, n), options.ib, options.device_matrix);
   const int nt = qr.tiles(), ahead = lookahead_of(n, options);
   qr.check_finite(a, lda);
   if (options.device_matrix) rt.wait_all();  // in place: nothing is written before A is known finite
   for (int k = 0; k < nt; ++k) {
     qr.panel(k);
+    qr.full_t(k);
     qr.fetch(k);
     // Lookahead: the next panel's column first, then the next ahead - 1, on the urgent stream;
     // then the rest in bulk.
@@ -237,10 +313,18 @@ template <class T>
 void blocked_qr_gpu(runtime&, int, int, T*, int, T*, int, const blocked_options&) {
   throw std::invalid_argument("tessera::qr::blocked_qr_gpu: Tessera was built without CUDA");
 }
+template <class T>
+void blocked_qr_gpu(runtime&, int, int, T*, int, T*, int, T*, int, const blocked_options&) {
+  throw std::invalid_argument("tessera::qr::blocked_qr_gpu: Tessera was built without CUDA");
+}
 
 #endif
 
 template void blocked_qr_gpu<float>(runtime&, int, int, float*, int, float*, int, const blocked_options&);
 template void blocked_qr_gpu<double>(runtime&, int, int, double*, int, double*, int, const blocked_options&);
+template void blocked_qr_gpu<float>(runtime&, int, int, float*, int, float*, int, float*, int,
+                                    const blocked_options&);
+template void blocked_qr_gpu<double>(runtime&, int, int, double*, int, double*, int, double*, int,
+                                     const blocked_options&);
 
 }  // namespace tessera::qr

@@ -23,6 +23,12 @@ inline void require_at_least(const char* func, const char* name, long long value
   if (value < min) tessera::check::bad_argument(qualified(func).c_str(), name, value, ">=", min_text, min);
 }
 
+// "r0 + rows = 12: must be <= m (= 10)"
+inline void require_at_most(const char* func, const char* name, long long value, long long max,
+                            const char* max_text = nullptr) {
+  if (value > max) tessera::check::bad_argument(qualified(func).c_str(), name, value, "<=", max_text, max);
+}
+
 inline void require_ib(const char* func, int nb, int ib) {
   require_at_least(func, "nb", nb, 1);
   require_at_least(func, "ib", ib, 1);

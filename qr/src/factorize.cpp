@@ -14,6 +14,7 @@
 #include "factorize_gpu.hpp"
 #include "memory.hpp"
 #include "tessera/kernels_cpu/blas.hpp"
+#include "tessera/kernels_cpu/core_full_t.hpp"
 #include "tessera/qr/blas_threads.hpp"
 #include "tessera/qr/blocked_qr_gpu.hpp"
 #include "tessera/qr/gels.hpp"
@@ -44,6 +45,12 @@ struct factorization<T>::state {
   std::vector<T> a_own, t_own;  // the blocked form on the CPUs: A's host copy (a device A), T
   T* t = nullptr;
   int nbe = 1;  // panel width actually used: min(nb, n)
+  // With the full T: T above and S below the diagonal, m x n, ld m, in `where`'s memory.
+  pinned_buffer st_host;
+  device_buffer st_device;
+  std::vector<T> st_own;
+  T* st = nullptr;
+  bool full_t = false;
 };
 
 namespace {
@@ -118,6 +125,10 @@ int factorization<T>::geqrt_lda() const noexcept { return _s->lda; }
 template <class T>
 const T* factorization<T>::geqrt_t() const noexcept { return _s->t; }
 template <class T>
+const T* factorization<T>::geqrt_st() const noexcept { return _s->st; }
+template <class T>
+bool factorization<T>::full_t() const noexcept { return _s->full_t; }
+template <class T>
 runtime& factorization<T>::owner() const noexcept { return *_s->rt; }
 
 template <class T>
@@ -132,6 +143,18 @@ void factorization<T>::apply_q(trans op, matrix_ref<T> c) {
     const wait_on_error drain(*s.rt);
     unmqr(*s.rt, op, *s.tiles, c.n, h.view().data, h.view().ld);
     h.finish();
+  } else if (s.st && s.where == memory::host) {  // one step with the full T: LAPACK LARFB with all n reflectors
+    detail::staged<T> h(*s.rt, c, memory::host, true);
+    std::vector<T> work(std::size_t(k) * std::size_t(c.n));
+    const int info = blas::larfb('L', op == trans::trans ? 'T' : 'N', s.m, c.n, k, s.a, s.lda, s.st, s.m,
+                                 h.view().data, h.view().ld, work.data(), c.n);
+    if (info != 0) detail::invalid(func, "LAPACK LARFB rejected argument " + std::to_string(-info));
+    h.finish();
+  } else if (s.st) {
+    detail::staged<T> d(*s.rt, c, memory::device, true);
+    const wait_on_error drain(*s.rt);
+    detail::apply_q_full_t_device(*s.rt, op, s.m, k, s.a, s.lda, s.st, s.m, d.view());
+    d.finish();
   } else if (s.where == memory::host) {
     detail::staged<T> h(*s.rt, c, memory::host, true);
     const wait_on_error drain(*s.rt);
@@ -185,6 +208,122 @@ void factorization<T>::copy_r(matrix_ref<T> r) {
   }
 }
 
+namespace {
+
+template <class T>
+void require_full_t(const char* func, const typename factorization<T>::state& s) {
+  if (!s.full_t) detail::invalid(func, "the factorization has no full T: factor with options::full_t = true");
+}
+
+// x in the memory `where`: x itself, or a copy there.
+template <class T>
+class staged_input {
+ public:
+  staged_input(runtime& rt, matrix_ref<const T> x, memory where) : _view(x) {
+    if (x.where == where || x.m == 0 || x.n == 0) return;
+    const std::size_t count = std::size_t(x.m) * std::size_t(x.n);
+    T* to = nullptr;
+    if (where == memory::host) {
+      _host.resize(count);
+      to = _host.data();
+    } else {
+      _device = rt.allocate_device(sizeof(T) * count);
+      to = _device.get<T>();
+    }
+    detail::copy_matrix(x.m, x.n, x.data, x.ld, x.where, to, x.m, where);
+    _view = {to, x.m, x.n, x.m, where};
+  }
+  matrix_ref<const T> view() const noexcept { return _view; }
+
+ private:
+  matrix_ref<const T> _view;
+  std::vector<T> _host;
+  device_buffer _device;
+};
+
+}  // namespace
+
+template <class T>
+void factorization<T>::copy_t(matrix_ref<T> t) {
+  constexpr const char* func = "factorization::copy_t";
+  state& s = *_s;
+  require_full_t<T>(func, s);
+  require_rows(func, "T", t, s.n, "n");
+  if (t.n != s.n) detail::invalid(func, "T.n = " + std::to_string(t.n) + ": must be n (= " + std::to_string(s.n) + ")");
+  if (s.n == 0) return;
+  detail::copy_matrix(s.n, s.n, s.st, s.m, s.where, t.data, t.ld, t.where);
+  detail::zero_below_diagonal(t);
+}
+
+template <class T>
+void factorization<T>::copy_s(matrix_ref<T> out) {
+  constexpr const char* func = "factorization::copy_s";
+  state& s = *_s;
+  require_full_t<T>(func, s);
+  require_rows(func, "S", out, s.m, "m");
+  if (out.n != s.n)
+    detail::invalid(func, "S.n = " + std::to_string(out.n) + ": must be n (= " + std::to_string(s.n) + ")");
+  if (s.n == 0) return;
+  detail::copy_matrix(s.m, s.n, s.st, s.m, s.where, out.data, out.ld, out.where);
+  detail::zero_above_diagonal(out);
+}
+
+template <class T>
+void factorization<T>::form_q_block(int r0, int c0, matrix_ref<T> qb) {
+  constexpr const char* func = "factorization::form_q_block";
+  state& s = *_s;
+  require_full_t<T>(func, s);
+  require_matrix(func, "Qb", qb);
+  detail::require_at_least(func, "r0", r0, 0);
+  detail::require_at_least(func, "c0", c0, 0);
+  detail::require_at_most(func, "r0 + Qb.m", static_cast<long long>(r0) + qb.m, s.m, "m");
+  detail::require_at_most(func, "c0 + Qb.n", static_cast<long long>(c0) + qb.n, s.m, "m");
+  if (qb.m == 0 || qb.n == 0) return;
+  detail::staged<T> y(*s.rt, qb, s.where, false);
+  const matrix_ref<T> v = y.view();
+  if (s.where == memory::host) {
+    std::vector<T> work(kernels::core_q_block_workspace_size(s.n, r0, qb.m, c0, qb.n, 0));
+    kernels::core_q_block(s.m, s.n, r0, qb.m, c0, qb.n, s.a, s.lda, s.st, s.m, v.data, v.ld, work.data());
+  } else {
+    const wait_on_error drain(*s.rt);
+    detail::q_block_device(*s.rt, s.m, s.n, r0, c0, s.a, s.lda, s.st, s.m, v);
+  }
+  y.finish();
+}
+
+template <class T>
+void factorization<T>::apply_q_block(trans op, int r0, int c0, int rows, int cols, matrix_ref<const T> x,
+                                     matrix_ref<T> y) {
+  constexpr const char* func = "factorization::apply_q_block";
+  state& s = *_s;
+  require_full_t<T>(func, s);
+  detail::require_at_least(func, "r0", r0, 0);
+  detail::require_at_least(func, "c0", c0, 0);
+  detail::require_at_least(func, "rows", rows, 0);
+  detail::require_at_least(func, "cols", cols, 0);
+  detail::require_at_most(func, "r0 + rows", static_cast<long long>(r0) + rows, s.m, "m");
+  detail::require_at_most(func, "c0 + cols", static_cast<long long>(c0) + cols, s.m, "m");
+  const bool t = op == trans::trans;
+  require_rows(func, "X", x, t ? rows : cols, t ? "rows" : "cols");
+  require_rows(func, "Y", y, t ? cols : rows, t ? "cols" : "rows");
+  if (y.n != x.n) detail::invalid(func, "Y.n = " + std::to_string(y.n) + ": must be X.n (= " + std::to_string(x.n) + ")");
+  if (y.m == 0 || y.n == 0) return;
+  if (x.where == memory::host && x.m > 0) detail::require_finite_block("X", x.m, x.n, x.data, x.ld);
+  staged_input<T> in(*s.rt, x, s.where);
+  detail::staged<T> out(*s.rt, y, s.where, false);
+  const matrix_ref<const T> xv = in.view();
+  const matrix_ref<T> yv = out.view();
+  if (s.where == memory::host) {
+    std::vector<T> work(kernels::core_q_block_workspace_size(s.n, r0, rows, c0, cols, x.n));
+    kernels::core_apply_q_block(t ? 'T' : 'N', s.m, s.n, r0, rows, c0, cols, x.n, s.a, s.lda, s.st, s.m, xv.data,
+                                xv.ld, yv.data, yv.ld, work.data());
+  } else {
+    const wait_on_error drain(*s.rt);
+    detail::apply_q_block_device(*s.rt, op, s.m, s.n, r0, c0, rows, cols, s.a, s.lda, s.st, s.m, xv, yv);
+  }
+  out.finish();
+}
+
 template <class T>
 void factorization<T>::solve(matrix_ref<T> b) {
   constexpr const char* func = "factorization::solve";
@@ -236,6 +375,7 @@ factorization<T> factorize(runtime& rt, matrix_ref<T> a, const options& o) {
   s->how = detail::choose(a.m, a.n, o, rt.has_gpu());
   s->m = a.m;
   s->n = a.n;
+  s->full_t = s->how.full_t;
   const choice& c = s->how;
   if (a.m == 0 || a.n == 0) {  // nothing to factor: Q = I, R empty
     s->where = a.where;
@@ -260,8 +400,10 @@ factorization<T> factorize(runtime& rt, matrix_ref<T> a, const options& o) {
     s->nbe = std::min(c.nb, k);
     const std::size_t t_elems = std::size_t(s->nbe) * std::size_t(k);
     require_available("tessera::qr::factorize", memory::host,
-                      elem * (t_elems + std::size_t(s->nbe) * a.n + (a.where == memory::device ? mn : 0)),
-                      "T and the workspace of the " + matrix);
+                      elem * (t_elems + std::size_t(s->nbe) * a.n + (a.where == memory::device ? mn : 0) +
+                              (c.full_t ? mn + 2 * std::size_t(s->nbe) * a.n : 0)),
+                      (c.full_t ? "T, the full T and S and the workspace of the " : "T and the workspace of the ") +
+                          matrix);
     s->where = memory::host;
     if (a.where == memory::device) {  // factored in a host copy: the device matrix stays as it was
       s->a_own.resize(mn);
@@ -278,6 +420,12 @@ factorization<T> factorize(runtime& rt, matrix_ref<T> a, const options& o) {
     std::vector<T> work(std::size_t(s->nbe) * std::size_t(a.n));
     const int info = blas::geqrt(a.m, a.n, s->nbe, s->a, s->lda, s->t, s->nbe, work.data());
     if (info != 0) detail::invalid(func, "LAPACK GEQRT rejected argument " + std::to_string(-info));
+    if (c.full_t) {  // Algorithm 1's steps after the panels: the same flops as interleaved, on multithreaded BLAS
+      s->st_own.assign(mn, T(0));
+      s->st = s->st_own.data();
+      work.resize(kernels::core_full_t_step_workspace_size(a.n, s->nbe));
+      kernels::core_full_t(a.m, a.n, s->nbe, s->a, s->lda, s->t, s->nbe, s->st, a.m, work.data());
+    }
     return factorization<T>(std::move(s));
   }
   if (c.algo == algorithm::tile) {
@@ -308,17 +456,29 @@ factorization<T> factorize(runtime& rt, matrix_ref<T> a, const options& o) {
   s->lda = a.ld;
   s->nbe = std::min(c.nb, a.n);
   const std::size_t t_bytes = elem * std::size_t(s->nbe) * std::size_t(a.n);
-  // The panel's and the updates' workspace: about m x 2 nb per stream.
-  const std::size_t work = elem * std::size_t(a.m) * std::size_t(2 * s->nbe) * 4;
-  require_available("tessera::qr::factorize", a.where, t_bytes, "T of the " + matrix);
-  require_available("tessera::qr::factorize", memory::device, (a.where == memory::host ? elem * mn : 0) + t_bytes + work,
-                    "the " + matrix + " on the device, T and the workspace");
+  // The panel's and the updates' workspace: about m x 2 nb per stream; the full T's steps: 2 n x nb.
+  const std::size_t work = elem * std::size_t(a.m) * std::size_t(2 * s->nbe) * 4 +
+                           (c.full_t ? elem * 2 * std::size_t(a.n) * std::size_t(s->nbe) * 4 : 0);
+  const std::size_t st_bytes = c.full_t ? elem * mn : 0;  // T and S, m x n
+  require_available("tessera::qr::factorize", a.where, t_bytes + st_bytes,
+                    (c.full_t ? "T and the full T and S of the " : "T of the ") + matrix);
+  require_available("tessera::qr::factorize", memory::device,
+                    (a.where == memory::host ? elem * mn + st_bytes : 0) + t_bytes + work,
+                    "the " + matrix + " on the device, T" + (c.full_t ? ", the full T and S" : "") + " and the workspace");
   if (a.where == memory::host) {
     s->t_host = rt.allocate_pinned(t_bytes);
     s->t = s->t_host.template get<T>();
+    if (c.full_t) {
+      s->st_host = rt.allocate_pinned(st_bytes);
+      s->st = s->st_host.template get<T>();
+    }
   } else {
     s->t_device = rt.allocate_device(t_bytes);
     s->t = s->t_device.template get<T>();
+    if (c.full_t) {
+      s->st_device = rt.allocate_device(st_bytes);
+      s->st = s->st_device.template get<T>();
+    }
   }
   blocked_options bo;
   bo.nb = s->nbe;
@@ -327,7 +487,7 @@ factorization<T> factorize(runtime& rt, matrix_ref<T> a, const options& o) {
   bo.bulk_columns = c.bulk_columns;
   bo.chunked_steps = c.chunked_steps;
   bo.device_matrix = a.where == memory::device;
-  blocked_qr_gpu(rt, a.m, a.n, a.data, a.ld, s->t, s->nbe, bo);
+  blocked_qr_gpu(rt, a.m, a.n, a.data, a.ld, s->t, s->nbe, s->st, a.m, bo);
   return factorization<T>(std::move(s));
 }
 

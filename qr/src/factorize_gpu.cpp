@@ -48,6 +48,89 @@ void apply_q_device(runtime& rt, trans op, int m, int k, int nb, const T* a, int
   rt.wait_all();
 }
 
+namespace {
+
+template <class T>
+handle device_handle(runtime& rt, const T* p, int rows, int cols, int ld) {
+  return rt.register_device_data(const_cast<T*>(p), sizeof(T) * std::size_t(rows), std::size_t(cols),
+                                 sizeof(T) * std::size_t(ld));
+}
+
+}  // namespace
+
+template <class T>
+void apply_q_full_t_device(runtime& rt, trans op, int m, int k, const T* a, int lda, const T* st, int ldst,
+                           matrix_ref<T> c) {
+  const handle ha = device_handle(rt, a, m, k, lda), hs = device_handle(rt, st, m, k, ldst);
+  const handle hc = device_handle<T>(rt, c.data, c.m, c.n, c.ld);
+  const cublasOperation_t cop = op == trans::trans ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int n = c.n, ldc = c.ld;
+  T* cd = c.data;
+  const std::size_t lwork = kernels::gpu_apply_q_full_t_workspace_size(n, k);
+  rt.task([=](task_context& ctx) {
+      kernels::gpu_apply_q_full_t(cop, m, n, k, a, lda, st, ldst, cd, ldc, static_cast<T*>(ctx.scratch(0)), lwork,
+                                  blas_of(ctx));
+    })
+      .on(device::gpu)
+      .read(ha)
+      .read(hs)
+      .read_write(hc)
+      .scratch(sizeof(T) * lwork)
+      .label("gpu_apply_q_full_t")
+      .color(color_tsmqr)
+      .submit();
+  rt.wait_all();
+}
+
+template <class T>
+void q_block_device(runtime& rt, int m, int n, int r0, int c0, const T* a, int lda, const T* st, int ldst,
+                    matrix_ref<T> qb) {
+  const handle ha = device_handle(rt, a, m, n, lda), hs = device_handle(rt, st, m, n, ldst);
+  const handle hq = device_handle<T>(rt, qb.data, qb.m, qb.n, qb.ld);
+  const int rb = qb.m, cb = qb.n, ldq = qb.ld;
+  T* q = qb.data;
+  const std::size_t lwork = kernels::gpu_q_block_workspace_size(n, r0, rb, c0, cb, 0);
+  rt.task([=](task_context& ctx) {
+      kernels::gpu_q_block(m, n, r0, rb, c0, cb, a, lda, st, ldst, q, ldq, static_cast<T*>(ctx.scratch(0)), lwork,
+                           blas_of(ctx));
+    })
+      .on(device::gpu)
+      .read(ha)
+      .read(hs)
+      .write(hq)
+      .scratch(sizeof(T) * std::max<std::size_t>(lwork, 1))
+      .label("gpu_q_block")
+      .color(color_tsmqr)
+      .submit();
+  rt.wait_all();
+}
+
+template <class T>
+void apply_q_block_device(runtime& rt, trans op, int m, int n, int r0, int c0, int rows, int cols, const T* a, int lda,
+                          const T* st, int ldst, matrix_ref<const T> x, matrix_ref<T> y) {
+  const handle ha = device_handle(rt, a, m, n, lda), hs = device_handle(rt, st, m, n, ldst);
+  const handle hx = device_handle(rt, x.data, x.m, x.n, x.ld), hy = device_handle<T>(rt, y.data, y.m, y.n, y.ld);
+  const cublasOperation_t cop = op == trans::trans ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int nrhs = y.n, ldx = x.ld, ldy = y.ld;
+  const T* xd = x.data;
+  T* yd = y.data;
+  const std::size_t lwork = kernels::gpu_q_block_workspace_size(n, r0, rows, c0, cols, nrhs);
+  rt.task([=](task_context& ctx) {
+      kernels::gpu_apply_q_block(cop, m, n, r0, rows, c0, cols, nrhs, a, lda, st, ldst, xd, ldx, yd, ldy,
+                                 static_cast<T*>(ctx.scratch(0)), lwork, blas_of(ctx));
+    })
+      .on(device::gpu)
+      .read(ha)
+      .read(hs)
+      .read(hx)
+      .write(hy)
+      .scratch(sizeof(T) * std::max<std::size_t>(lwork, 1))
+      .label("gpu_apply_q_block")
+      .color(color_tsmqr)
+      .submit();
+  rt.wait_all();
+}
+
 template <class T>
 void trsm_device(runtime& rt, int n, int nrhs, const T* r, int ldr, matrix_ref<T> b) {
   const handle hr = rt.register_device_data(const_cast<T*>(r), sizeof(T) * std::size_t(n), std::size_t(n),
@@ -74,6 +157,19 @@ void trsm_device(runtime& rt, int n, int nrhs, const T* r, int ldr, matrix_ref<T
 #else
 
 template <class T>
+void apply_q_full_t_device(runtime&, trans, int, int, const T*, int, const T*, int, matrix_ref<T>) {
+  throw std::invalid_argument("tessera::qr: device memory needs Tessera built with CUDA");
+}
+template <class T>
+void q_block_device(runtime&, int, int, int, int, const T*, int, const T*, int, matrix_ref<T>) {
+  throw std::invalid_argument("tessera::qr: device memory needs Tessera built with CUDA");
+}
+template <class T>
+void apply_q_block_device(runtime&, trans, int, int, int, int, int, int, const T*, int, const T*, int,
+                          matrix_ref<const T>, matrix_ref<T>) {
+  throw std::invalid_argument("tessera::qr: device memory needs Tessera built with CUDA");
+}
+template <class T>
 void apply_q_device(runtime&, trans, int, int, int, const T*, int, const T*, int, matrix_ref<T>) {
   throw std::invalid_argument("tessera::qr: device memory needs Tessera built with CUDA");
 }
@@ -88,6 +184,14 @@ template void apply_q_device<float>(runtime&, trans, int, int, int, const float*
                                     matrix_ref<float>);
 template void apply_q_device<double>(runtime&, trans, int, int, int, const double*, int, const double*, int,
                                      matrix_ref<double>);
+#define TESSERA_FULL_T_DEVICE(T)                                                                             \
+  template void apply_q_full_t_device<T>(runtime&, trans, int, int, const T*, int, const T*, int, matrix_ref<T>); \
+  template void q_block_device<T>(runtime&, int, int, int, int, const T*, int, const T*, int, matrix_ref<T>);      \
+  template void apply_q_block_device<T>(runtime&, trans, int, int, int, int, int, int, const T*, int, const T*,    \
+                                        int, matrix_ref<const T>, matrix_ref<T>);
+TESSERA_FULL_T_DEVICE(float)
+TESSERA_FULL_T_DEVICE(double)
+#undef TESSERA_FULL_T_DEVICE
 template void trsm_device<float>(runtime&, int, int, const float*, int, matrix_ref<float>);
 template void trsm_device<double>(runtime&, int, int, const double*, int, matrix_ref<double>);
 

@@ -25,8 +25,12 @@ void copy_matrix(int m, int n, const T* src, int lds, memory from, T* dst, int l
   }
 #if TESSERA_QR_CUDA
   // cudaMemcpyDefault: unified addressing tells the direction, and pageable host memory is fine.
-  const cudaError_t e = cudaMemcpy2D(dst, sizeof(T) * std::size_t(ldd), src, sizeof(T) * std::size_t(lds),
-                                     sizeof(T) * std::size_t(m), std::size_t(n), cudaMemcpyDefault);
+  cudaError_t e = cudaMemcpy2D(dst, sizeof(T) * std::size_t(ldd), src, sizeof(T) * std::size_t(lds),
+                               sizeof(T) * std::size_t(m), std::size_t(n), cudaMemcpyDefault);
+  // From pageable host memory cudaMemcpy2D returns once the source is staged, before the data has
+  // arrived; the runtime's streams do not wait for the legacy stream, so a GPU task could read the
+  // destination too early (seen as garbage in Q now and then): wait for the copy itself.
+  if (e == cudaSuccess && to == memory::device) e = cudaStreamSynchronize(cudaStreamLegacy);
   if (e != cudaSuccess) {
     cudaGetLastError();
     throw std::runtime_error(std::string("tessera::qr: copying a ") + std::to_string(m) + " x " + std::to_string(n) +
@@ -55,17 +59,37 @@ void set_identity(matrix_ref<T> a) {
   copy_matrix(a.m, a.n, h.data(), a.m, memory::host, a.data, a.ld, a.where);
 }
 
+namespace {
+
 template <class T>
-void zero_below_diagonal(matrix_ref<T> a) {
+void zero_strict_triangle(matrix_ref<T> a, bool lower) {
   if (a.where == memory::host) {
-    for (int j = 0; j < std::min(a.m, a.n); ++j)
-      std::fill_n(a.data + std::size_t(j) * a.ld + j + 1, a.m - j - 1, T(0));
+    for (int j = 0; j < a.n; ++j) {
+      T* col = a.data + std::size_t(j) * a.ld;
+      if (lower) {
+        if (j + 1 < a.m) std::fill_n(col + j + 1, a.m - j - 1, T(0));
+      } else {
+        std::fill_n(col, std::min(j, a.m), T(0));
+      }
+    }
     return;
   }
   std::vector<T> h(std::size_t(a.m) * std::size_t(a.n));
   copy_matrix(a.m, a.n, a.data, a.ld, a.where, h.data(), std::max(1, a.m), memory::host);
-  zero_below_diagonal(host(h.data(), a.m, a.n, std::max(1, a.m)));
+  zero_strict_triangle(host(h.data(), a.m, a.n, std::max(1, a.m)), lower);
   copy_matrix(a.m, a.n, h.data(), std::max(1, a.m), memory::host, a.data, a.ld, a.where);
+}
+
+}  // namespace
+
+template <class T>
+void zero_below_diagonal(matrix_ref<T> a) {
+  zero_strict_triangle(a, true);
+}
+
+template <class T>
+void zero_above_diagonal(matrix_ref<T> a) {
+  zero_strict_triangle(a, false);
 }
 
 template <class T>
@@ -94,6 +118,7 @@ void staged<T>::finish() {
   template void copy_matrix<T>(int, int, const T*, int, memory, T*, int, memory);                   \
   template void set_identity<T>(matrix_ref<T>);                                                     \
   template void zero_below_diagonal<T>(matrix_ref<T>);                                              \
+  template void zero_above_diagonal<T>(matrix_ref<T>);                                              \
   template class staged<T>;
 TESSERA_INSTANTIATE(float)
 TESSERA_INSTANTIATE(double)

@@ -17,9 +17,11 @@ void copy_matrix(int m, int n, const T* src, int lds, memory from, T* dst, int l
 template <class T>
 void set_identity(matrix_ref<T> a);
 
-// Zeros below the diagonal of a.
+// Zeros below (above) the diagonal of a.
 template <class T>
 void zero_below_diagonal(matrix_ref<T> a);
+template <class T>
+void zero_above_diagonal(matrix_ref<T> a);
 
 // A view of c in the memory `want`: c itself when it is there already, else a copy of it
 // (copy_in) in a buffer of its own that finish() copies back (copy_out). Names c's argument in errors.

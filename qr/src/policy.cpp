@@ -57,7 +57,20 @@ choice choose(int m, int n, const options& o, bool gpu) {
   choice c;
   c.on = o.on;
   c.algo = o.algo;
+  c.full_t = o.full_t;
   std::string why;
+  if (o.full_t) {
+    if (m < n)
+      invalid(func, "full_t with m = " + std::to_string(m) + " < n = " + std::to_string(n) +
+                        ": the full T needs m >= n (n reflectors of length m)");
+    if (c.algo == algorithm::tile)
+      invalid(func, "full_t with algorithm tile: the full T needs one V for all of Q (the blocked QR); the "
+                    "tile QR's Q is a product of tile reflectors");
+    if (c.on == target::hybrid)
+      invalid(func, "full_t with target hybrid: the full T comes from the blocked QR, on the GPU (target gpu) or "
+                    "the CPUs (target cpu)");
+    c.algo = algorithm::blocked;
+  }
   if (c.on == target::automatic) {
     if (!gpu) {
       c.on = target::cpu;
@@ -94,7 +107,7 @@ choice choose(int m, int n, const options& o, bool gpu) {
     c.nb = o.nb > 0 ? o.nb : 32;
     c.ib = c.nb;
   } else if (c.algo == algorithm::blocked) {
-    c.nb = o.nb > 0 ? o.nb : default_blocked_nb(n);
+    c.nb = o.nb > 0 ? o.nb : c.full_t ? default_full_t_nb(n) : default_blocked_nb(n);
     c.ib = o.ib > 0 ? o.ib : std::min(32, c.nb);
     c.lookahead = o.lookahead > 0 ? o.lookahead : default_blocked_lookahead(n);
     const blocked_options defaults;
@@ -109,7 +122,8 @@ choice choose(int m, int n, const options& o, bool gpu) {
       c.gpu_rows = o.gpu_rows > 0 ? o.gpu_rows : hybrid_options{}.gpu_rows;
     }
   }
-  c.reason = "target " + std::string(name(c.on)) + ", algorithm " + name(c.algo) + ": " + why;
+  c.reason = "target " + std::string(name(c.on)) + ", algorithm " + name(c.algo) + (c.full_t ? " with the full T" : "") +
+             ": " + why;
   return c;
 }
 

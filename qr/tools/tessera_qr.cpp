@@ -105,7 +105,8 @@ template <class T>
 void require_tool_memory(const config& c, const qr::choice& ch) {
   const std::size_t mn = std::size_t(c.m) * std::size_t(c.n), elem = sizeof(T);
   const bool in_place = c.memory == "host" && ch.algo == qr::algorithm::blocked;
-  const std::size_t host = elem * mn * (1 + (c.check ? (in_place ? 3 : 2) : 0));
+  // The full T's check: T, S, V and LAPACK's copy of A beside the rest.
+  const std::size_t host = elem * mn * (1 + (c.check ? (in_place ? 3 : 2) + (ch.full_t ? 4 : 0) : 0));
   qr::require_available("tessera_qr", qr::memory::host, host,
                         c.check ? "the test matrix and the check" : "the test matrix");
   if (c.memory == "device")
@@ -205,7 +206,11 @@ result run(const config& c) {
 void print_text(const config& c, const result& r, double gflops) {
   std::printf("  time      %.4f s (median of %d; the factorization from column-major %s memory, transfers included)\n",
               r.seconds, c.repeat, c.memory.c_str());
-  std::printf("  rate      %.2f GFLOP/s (LAWN 41: %.4g flops)\n", gflops, qr::geqrf_flops(c.m, c.n));
+  if (r.choice.full_t)
+    std::printf("  rate      %.2f GFLOP/s (LAWN 41: %.4g flops, and %.4g for the full T and S)\n", gflops,
+                qr::geqrf_flops(c.m, c.n), qr::full_t_flops(c.m, c.n));
+  else
+    std::printf("  rate      %.2f GFLOP/s (LAWN 41: %.4g flops)\n", gflops, qr::geqrf_flops(c.m, c.n));
   if (r.choice.on != qr::target::cpu)
     std::printf("  moved     %.3f GB host->device (%llu copies), %.3f GB device->host (%llu copies), last run\n",
                 double(r.transfers.h2d_bytes) * 1e-9, static_cast<unsigned long long>(r.transfers.h2d_copies),
@@ -213,6 +218,11 @@ void print_text(const config& c, const result& r, double gflops) {
   if (r.residuals) {
     std::printf("  ||A - QR||_1 / (||A||_1 max(m,n) eps) = %.4g\n", r.residuals->qr);
     std::printf("  ||I - Q^T Q||_1 / (max(m,n) eps)      = %.4g\n", r.residuals->orth);
+    if (r.residuals->s_error) {
+      std::printf("  ||S - V T^T||_1 / (||V|| ||T|| max(m,n) eps) = %.4g\n", *r.residuals->s_error);
+      std::printf("  ||T - T_LAPACK||_1 / (||T_LAPACK|| max(m,n) eps) = %.4g (xLARFT on the same reflectors)\n",
+                  *r.residuals->t_error);
+    }
     std::printf("  %s (threshold 60)\n", r.residuals->passed() ? "PASSED" : "FAILED");
   }
 }
@@ -239,11 +249,13 @@ void print_json(const config& c, const result& r, double gflops) {
       "{\"m\": %d, \"n\": %d, \"nb\": %d, \"ib\": %d, \"precision\": \"%s\", \"device\": \"%s\", "
       "\"algorithm\": \"%s\", \"memory\": \"%s\", \"matrix\": \"%s\", \"cond\": %s, \"scale\": %s, "
       "\"threads\": %u, \"lookahead\": %d, \"seconds\": %s, \"gflops\": %s, \"residual_qr\": %s, "
-      "\"residual_orth\": %s, \"passed\": %s, \"h2d_bytes\": %llu, \"d2h_bytes\": %llu, \"reason\": %s}\n",
+      "\"residual_orth\": %s, \"full_t\": %s, \"residual_s\": %s, \"error_t_lapack\": %s, \"passed\": %s, "
+      "\"h2d_bytes\": %llu, \"d2h_bytes\": %llu, \"reason\": %s}\n",
       c.m, c.n, ch.nb, ch.ib, c.precision.c_str(), qr::name(ch.on), qr::name(ch.algo), c.memory.c_str(),
       c.matrix.c_str(), number(c.spec.cond).c_str(), number(c.spec.scale).c_str(), c.threads, ch.lookahead,
       number(r.seconds).c_str(), number(gflops).c_str(), number(res ? std::optional(res->qr) : std::nullopt).c_str(),
-      number(res ? std::optional(res->orth) : std::nullopt).c_str(),
+      number(res ? std::optional(res->orth) : std::nullopt).c_str(), ch.full_t ? "true" : "false",
+      number(res ? res->s_error : std::nullopt).c_str(), number(res ? res->t_error : std::nullopt).c_str(),
       res ? (res->passed() ? "true" : "false") : "null", static_cast<unsigned long long>(r.transfers.h2d_bytes),
       static_cast<unsigned long long>(r.transfers.d2h_bytes), json_string(ch.reason).c_str());
 }
@@ -315,7 +327,11 @@ int main(int argc, char** argv) {
                  "(>= 1); -1: measured default")
       ->check(at_least(-1));
   app.add_option("--threads", c.threads, "CPU workers (default: all cores)")->check(at_least(1));
-  app.add_flag("--check", c.check, "compute ||A - QR|| and ||I - Q^T Q|| (threshold 60)");
+  app.add_flag("--full-t", c.o.full_t,
+               "also the full T of Q = I - V T V^T (n x n) and S = V T^T (the blocked QR; m >= n)");
+  app.add_flag("--check", c.check,
+               "compute ||A - QR|| and ||I - Q^T Q|| (threshold 60); with --full-t also ||S - V T^T|| (threshold "
+               "60) and ||T - T_LAPACK|| (xLARFT on the same reflectors, threshold 60)");
   app.add_option("--trace", c.trace, "write a trace of the last run: FILE.json, .dot or .svg");
   app.add_option("--repeat", c.repeat, "runs; the median time is reported")->check(at_least(1));
   app.add_flag("--json", c.json, "print one JSON object instead of text");
@@ -373,7 +389,8 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
     const result r = c.precision == "s" ? run<float>(c) : run<double>(c);
-    const double gflops = r.seconds > 0 ? qr::geqrf_flops(c.m, c.n) / r.seconds * 1e-9 : 0;
+    const double flops = qr::geqrf_flops(c.m, c.n) + (r.choice.full_t ? qr::full_t_flops(c.m, c.n) : 0);
+    const double gflops = r.seconds > 0 ? flops / r.seconds * 1e-9 : 0;
     if (c.json) print_json(c, r, gflops);
     else print_text(c, r, gflops);
     return r.residuals && !r.residuals->passed() ? 1 : 0;

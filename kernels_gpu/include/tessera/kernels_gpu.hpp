@@ -6,4 +6,5 @@
 #include <tessera/kernels_gpu/gpu_tsmqr.hpp>
 #include <tessera/kernels_gpu/gpu_geqrt.hpp>
 #include <tessera/kernels_gpu/gpu_larfb.hpp>
+#include <tessera/kernels_gpu/gpu_full_t.hpp>
 #include <tessera/kernels_gpu/gpu_finite.hpp>

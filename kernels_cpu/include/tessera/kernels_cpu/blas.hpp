@@ -127,6 +127,24 @@ inline int geqrt(int m, int n, int nb, double* a, int lda, double* t, int ldt, d
   return LAPACKE_dgeqrt_work(LAPACK_COL_MAJOR, m, n, nb, a, lda, t, ldt, work);
 }
 
+// The full T (n x n) of all n reflectors at once, recursively (LAPACK's reference for the full T).
+inline int geqrt3(int m, int n, float* a, int lda, float* t, int ldt) {
+  return LAPACKE_sgeqrt3_work(LAPACK_COL_MAJOR, m, n, a, lda, t, ldt);
+}
+inline int geqrt3(int m, int n, double* a, int lda, double* t, int ldt) {
+  return LAPACKE_dgeqrt3_work(LAPACK_COL_MAJOR, m, n, a, lda, t, ldt);
+}
+
+// C := op(I - V T V^T) C (side 'L') for k forward, columnwise reflectors; work: n x k (ldwork n).
+inline int larfb(char side, char trans, int m, int n, int k, const float* v, int ldv, const float* t, int ldt,
+                 float* c, int ldc, float* work, int ldwork) {
+  return LAPACKE_slarfb_work(LAPACK_COL_MAJOR, side, trans, 'F', 'C', m, n, k, v, ldv, t, ldt, c, ldc, work, ldwork);
+}
+inline int larfb(char side, char trans, int m, int n, int k, const double* v, int ldv, const double* t, int ldt,
+                 double* c, int ldc, double* work, int ldwork) {
+  return LAPACKE_dlarfb_work(LAPACK_COL_MAJOR, side, trans, 'F', 'C', m, n, k, v, ldv, t, ldt, c, ldc, work, ldwork);
+}
+
 inline int geqrt2(int m, int n, float* a, int lda, float* t, int ldt) {
   return LAPACKE_sgeqrt2_work(LAPACK_COL_MAJOR, m, n, a, lda, t, ldt);
 }

@@ -31,6 +31,10 @@ struct blocked_options {
 // Panel width when none is given (measured: docs/architecture.md).
 int default_blocked_nb(int n) noexcept;
 
+// Panel width with the full T when none is given: wider panels from n = 4096 (at least 384), whose
+// steps of T and S are fewer and wider GEMMs (measured: docs/architecture.md, "The full T and S").
+int default_full_t_nb(int n) noexcept;
+
 // Column blocks updated ahead of the bulk when none is given (measured: docs/architecture.md).
 int default_blocked_lookahead(int n) noexcept;
 
@@ -43,5 +47,15 @@ int default_blocked_lookahead(int n) noexcept;
 // Inf on the GPU; on any error nothing is written to A or T.
 template <class T>
 void blocked_qr_gpu(runtime& rt, int m, int n, T* a, int lda, T* t, int ldt, const blocked_options& options = {});
+
+// The same, and the full T of Q = I - V T V^T (n x n, upper) with S = V T^T (m x n, lower
+// trapezoidal) in st (m x n, ldst >= m, in A's memory): T on and above the diagonal, S on and
+// below it, both hold tau there (the seed 001's storage: no element is spent twice). Built by the
+// seed's Algorithm 1, one task per step beside the trailing update (kernels::gpu_full_t_step):
+// T's new block column from the previous S, S updated and extended in place. A host st comes
+// home a row block at a time as it becomes final.
+template <class T>
+void blocked_qr_gpu(runtime& rt, int m, int n, T* a, int lda, T* t, int ldt, T* st, int ldst,
+                    const blocked_options& options = {});
 
 }  // namespace tessera::qr

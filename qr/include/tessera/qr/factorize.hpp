@@ -83,6 +83,9 @@ struct options {
   // Expert knobs of the GPU paths, 0 or -1: the defaults of blocked_options / hybrid_options.
   int bulk_columns = -1, chunked_steps = -1;  // blocked
   int gpu_rows = 0;                           // tile hybrid
+  // Also the full T of Q = I - V T V^T (n x n) and S = V T^T (m x n): the blocked QR, m >= n; see
+  // factorization::copy_t, copy_s, form_q_block, apply_q_block.
+  bool full_t = false;
 };
 
 // What will run, decided by choose(): every field resolved, and the reason in words.
@@ -91,10 +94,12 @@ struct choice {
   algorithm algo = algorithm::tile;
   int nb = 0, ib = 0, lookahead = 0;
   int bulk_columns = 0, chunked_steps = 0, gpu_rows = 0;
+  bool full_t = false;
   std::string reason;
 };
 
-// The policy. automatic target: gpu when a CUDA device is there and m >= n (the blocked QR, the
+// The policy. full_t takes the blocked QR (one V for all of Q; the tile QR's Q is a product of
+// tile reflectors), on the GPU when there is one, else LAPACK's on the CPUs. automatic target: gpu when a CUDA device is there and m >= n (the blocked QR, the
 // fastest measured: docs/architecture.md, "Choosing the QR"), hybrid for m < n with a GPU (the
 // blocked QR needs m >= n), cpu without a GPU. automatic algorithm: blocked on gpu, tile on cpu
 // and hybrid. Throws std::invalid_argument for sizes, a combination that cannot run (blocked with
@@ -139,12 +144,25 @@ class factorization {
   // R: the min(m, n) x n upper trapezoid into r (zeros below the diagonal).
   void copy_r(matrix_ref<T> r);
 
+  // With options::full_t. Q = I - V T V^T with the full T, n x n upper triangular (LAPACK xGEQRT3's
+  // output), and S = V T^T, m x n lower trapezoidal; apply_q then applies Q in one step (W = V^T C,
+  // W = op(T) W, C -= V W), and blocks of Q need no Q: Q(r0:r1, c0:c1) = I - V(r0:r1, :) S(c0:c1, :)^T.
+  bool full_t() const noexcept;
+  void copy_t(matrix_ref<T> t);  // t: n x n, zeros below the diagonal
+  void copy_s(matrix_ref<T> s);  // s: m x n, zeros above the diagonal
+  // qb := Q(r0:r0+qb.m, c0:c0+qb.n): one GEMM of inner dimension min(n, r0 + qb.m, c0 + qb.n).
+  void form_q_block(int r0, int c0, matrix_ref<T> qb);
+  // y := op(Qb) x, Qb = Q(r0:r0+rows, c0:c0+cols), without forming Qb: two GEMMs. no_trans: x is
+  // cols x k, y rows x k; trans: x is rows x k, y cols x k.
+  void apply_q_block(trans op, int r0, int c0, int rows, int cols, matrix_ref<const T> x, matrix_ref<T> y);
+
   // Experts: the stored forms. tiles() is the tile form's factors (else null); geqrt_a()/geqrt_t()
   // the blocked form's A (m x n, ld geqrt_lda()) and T (nb x n, ld nb), in where()'s memory.
   const qr_factors<T>* tiles() const noexcept;
   const T* geqrt_a() const noexcept;
   int geqrt_lda() const noexcept;
   const T* geqrt_t() const noexcept;
+  const T* geqrt_st() const noexcept;  // with full_t: T above and S below the diagonal (m x n, ld m)
   runtime& owner() const noexcept;
 
   struct state;

@@ -17,4 +17,9 @@ constexpr double geqrf_adds(double m, double n) {
 // FLOPs of a real m x n GEQRF: multiplications plus additions. n x n: 4/3 n^3 + 2 n^2 + 14/3 n.
 constexpr double geqrf_flops(double m, double n) { return geqrf_muls(m, n) + geqrf_adds(m, n); }
 
+// The full T and S = V T^T beyond the QR (m >= n), leading terms: T's block columns -S^T V_k T_kk
+// and S's updates V_k T^T, 2 m n^2 - 2/3 n^3 each minus the triangles, 2 m n^2 - 4/3 n^3 together:
+// 1/3 n^3 for T and 1/3 n^3 for S when square (the and the seed's count).
+constexpr double full_t_flops(double m, double n) { return 2 * m * n * n - 4.0 / 3 * n * n * n; }
+
 }  // namespace tessera::qr
