@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "tessera/kernels_gpu/cublas.hpp"
+#include "tessera/kernels_gpu/gpu_fill.hpp"
 #include "tessera/kernels_gpu/gpu_geqrt.hpp"
 #include "tessera/kernels_gpu/gpu_givens.hpp"
 #include "tessera/sched/memory.hpp"

@@ -19,13 +19,4 @@ void gpu_givens_generate(const givens_plan& plan, T* X, int ldx, T* cs, cudaStre
 template <class T>
 void gpu_givens_blocks(const givens_plan& plan, const T* cs, T* S, cudaStream_t stream);
 
-// R (nb + below rows, nb columns, ldr) := [triu(P(0:nb, 0:nb)); 0]: a factored panel's R written
-// back where it came from, exact zeros below the diagonal and in the below rows.
-template <class T>
-void gpu_triu_copy(int nb, int below, const T* P, int ldp, T* R, int ldr, cudaStream_t stream);
-
-// A (p x p, lda) := I.
-template <class T>
-void gpu_identity(int p, T* A, int lda, cudaStream_t stream);
-
 }  // namespace tessera::kernels
