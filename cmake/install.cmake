@@ -1,5 +1,5 @@
 # Installation and the exported package: after `cmake --install`, find_package(Tessera) gives
-# Tessera::sched, Tessera::kernels_cpu, Tessera::qr, and in CUDA builds Tessera::sched_cuda (the
+# Tessera::sched, Tessera::kernels_cpu, Tessera::qr, Tessera::batched, and in CUDA builds Tessera::sched_cuda (the
 # scheduler's GPU backend) and Tessera::kernels_gpu.
 # Included at the end of the top-level CMakeLists.txt, so it sees every target already defined and
 # installs only those that exist.
@@ -17,7 +17,7 @@ set(TESSERA_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/Tessera"
 set(_tessera_libraries)
 set(_tessera_cuda_libraries)
 set(_tessera_components)
-foreach(_name sched sched_cuda kernels_cpu kernels_gpu qr)
+foreach(_name sched sched_cuda kernels_cpu kernels_gpu qr batched)
   if(NOT TARGET tessera_${_name})
     continue()
   endif()
@@ -31,7 +31,7 @@ foreach(_name sched sched_cuda kernels_cpu kernels_gpu qr)
   endif()
   # Libraries that link CUDA (in a CUDA build, qr links the GPU backend) go to an export file of
   # their own, which TesseraConfig.cmake loads only where CUDA is wanted and found.
-  if(TESSERA_CUDA AND _name MATCHES "^(sched_cuda|kernels_gpu|qr)$")
+  if(TESSERA_CUDA AND _name MATCHES "^(sched_cuda|kernels_gpu|qr|batched)$")
     list(APPEND _tessera_cuda_libraries tessera_${_name})
   else()
     list(APPEND _tessera_libraries tessera_${_name})
@@ -70,7 +70,7 @@ foreach(_target IN LISTS _tessera_all_targets)
   if(NOT _output)
     set(_output ${_target})
   endif()
-  if(_output MATCHES "^(tessera_qr|tessera_qr_bench|tessera_sched_bench)$")
+  if(_output MATCHES "^(tessera_qr|tessera_qr_bench|tessera_sched_bench|tessera_batched|tessera_batched_bench)$")
     list(APPEND _tessera_programs ${_target})
   endif()
 endforeach()

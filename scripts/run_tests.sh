@@ -51,11 +51,11 @@ if stage configure cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DTES
 fi
 
 if [ "${TESSERA_SKIP_SANITIZERS:-0}" != 1 ]; then
-  # ASan+UBSan: every test that runs on the CPU (scheduler, trace export, kernels, QR and its tool);
+  # ASan+UBSan: every test that runs on the CPU (scheduler, trace export, kernels, QR, batched, tools);
   # TSan: the scheduler's tests (oneTBB and OpenBLAS are not instrumented, so TSan on the kernel
   # and QR tests would report their internals).
   asan_tests=() tsan_tests=()
-  for f in tests/test_sched_*.cpp tests/test_trace_*.cpp tests/test_kernels_*.cpp tests/test_qr_*.cpp; do
+  for f in tests/test_sched_*.cpp tests/test_trace_*.cpp tests/test_kernels_*.cpp tests/test_qr_*.cpp tests/test_batched_*.cpp; do
     [ -e "$f" ] || continue
     asan_tests+=("$(basename "$f" .cpp)")
     case $f in tests/test_sched_*) tsan_tests+=("$(basename "$f" .cpp)") ;; esac
@@ -79,12 +79,13 @@ if [ "${TESSERA_SKIP_SANITIZERS:-0}" != 1 ]; then
     [ ${#tsan_tests[@]} -gt 0 ] || break
     case $kind in
       asan) sanitize=address,undefined; flags="-fno-sanitize-recover=all"; targets=("${asan_tests[@]}")
-            pattern='^test_(sched_|trace_|kernels_|qr_)' ;;
+            pattern='^test_(sched_|trace_|kernels_|qr_|batched_)' ;;
       tsan) sanitize=thread; flags=""; targets=("${tsan_tests[@]}"); pattern='^test_sched_' ;;
     esac
     # test_qr_tool runs the tool: build it too.
     [ "$kind" = asan ] && [ -e tests/test_qr_tool.cpp ] && targets+=(tessera_qr_tool)
     [ "$kind" = asan ] && [ -e tests/test_qr_update_tool.cpp ] && targets+=(tessera_qr_update)
+    [ "$kind" = asan ] && [ -e tests/test_batched_tool.cpp ] && targets+=(tessera_batched_tool)
     if stage "configure-$kind" cmake -S . -B "build-$kind" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
          -DTESSERA_SANITIZE=$sanitize -DTESSERA_CUDA=OFF -DTESSERA_BUILD_BENCH=OFF \
          "-DCMAKE_CXX_FLAGS=$flags" "-DCMAKE_C_FLAGS=$flags" &&

@@ -52,6 +52,7 @@ struct path {
 std::vector<path> paths() {
   std::vector<path> p{{qr::target::cpu, qr::memory::host, "cpu/host"}};
   if (qr::gpu_available()) {
+    p.push_back({qr::target::cpu, qr::memory::device, "cpu/device"});  // factored in a host copy
     p.push_back({qr::target::gpu, qr::memory::host, "gpu/host"});
     p.push_back({qr::target::gpu, qr::memory::device, "gpu/device"});
   }

@@ -7,3 +7,4 @@
 #include <tessera/kernels_cpu/core_ormqr.hpp>
 #include <tessera/kernels_cpu/core_tsmqr.hpp>
 #include <tessera/kernels_cpu/core_tsqrt.hpp>
+#include <tessera/kernels_cpu/batched.hpp>

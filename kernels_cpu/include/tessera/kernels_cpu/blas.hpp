@@ -223,4 +223,33 @@ inline int gels(char trans, int m, int n, int nrhs, double* a, int lda, double* 
   return LAPACKE_dgels(LAPACK_COL_MAJOR, trans, m, n, nrhs, a, lda, b, ldb);
 }
 
+// LU with partial pivoting (ipiv 1-based), the inverse from it (work of lwork >= n), and solves.
+// The _work forms: no allocation, so they may run on many threads at once for tiny matrices.
+inline int getrf(int m, int n, float* a, int lda, int* ipiv) {
+  return LAPACKE_sgetrf_work(LAPACK_COL_MAJOR, m, n, a, lda, ipiv);
+}
+inline int getrf(int m, int n, double* a, int lda, int* ipiv) {
+  return LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, m, n, a, lda, ipiv);
+}
+inline int getri(int n, float* a, int lda, const int* ipiv, float* work, int lwork) {
+  return LAPACKE_sgetri_work(LAPACK_COL_MAJOR, n, a, lda, ipiv, work, lwork);
+}
+inline int getri(int n, double* a, int lda, const int* ipiv, double* work, int lwork) {
+  return LAPACKE_dgetri_work(LAPACK_COL_MAJOR, n, a, lda, ipiv, work, lwork);
+}
+inline int getrs(char trans, int n, int nrhs, const float* a, int lda, const int* ipiv, float* b,
+                 int ldb) {
+  return LAPACKE_sgetrs_work(LAPACK_COL_MAJOR, trans, n, nrhs, a, lda, ipiv, b, ldb);
+}
+inline int getrs(char trans, int n, int nrhs, const double* a, int lda, const int* ipiv, double* b,
+                 int ldb) {
+  return LAPACKE_dgetrs_work(LAPACK_COL_MAJOR, trans, n, nrhs, a, lda, ipiv, b, ldb);
+}
+inline int gesv(int n, int nrhs, float* a, int lda, int* ipiv, float* b, int ldb) {
+  return LAPACKE_sgesv_work(LAPACK_COL_MAJOR, n, nrhs, a, lda, ipiv, b, ldb);
+}
+inline int gesv(int n, int nrhs, double* a, int lda, int* ipiv, double* b, int ldb) {
+  return LAPACKE_dgesv_work(LAPACK_COL_MAJOR, n, nrhs, a, lda, ipiv, b, ldb);
+}
+
 }  // namespace tessera::blas

@@ -11,7 +11,8 @@
 //  - Bad arguments throw std::invalid_argument naming the argument; a failing CUDA or cuBLAS call
 //    throws std::runtime_error. Like any asynchronous CUDA work, a failure of an enqueued
 //    operation shows up at the caller's next synchronisation.
-//  - Only what tile QR needs is provided: Q^T applied from the left.
+//  - For tile QR, only Q^T applied from the left is provided. The batched tiny-matrix kernels
+//    (gpu_batched.hpp) take a cudaStream_t instead of a cuBLAS handle.
 #include <cstddef>
 
 #include <cublas_v2.h>

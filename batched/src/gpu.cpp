@@ -1,0 +1,272 @@
+// The GPU path: a device-resident batch in place, or a host-resident one streamed through the GPU
+// in chunks as tasks on the runtime (pack into pinned staging, the runtime's copies, the kernel,
+// the copies back, unpack), several chunks in flight so that copies overlap kernels.
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "detail.hpp"
+#include "tessera/kernels_cpu/check.hpp"
+
+#if TESSERA_BATCHED_CUDA
+#include <cuda_runtime.h>
+
+#include "tessera/kernels_gpu/gpu_batched.hpp"
+#include "tessera/sched/cuda.hpp"
+#endif
+
+namespace tessera::batched {
+
+#if TESSERA_BATCHED_CUDA
+
+bool gpu_available() { return runtime::gpu_available(); }
+
+std::string gpu_name() {
+  cudaDeviceProp prop;
+  int device = 0;
+  if (!runtime::gpu_available() || cudaGetDevice(&device) != cudaSuccess ||
+      cudaGetDeviceProperties(&prop, device) != cudaSuccess)
+    return {};
+  return prop.name;
+}
+
+namespace detail {
+namespace {
+
+constexpr std::size_t align = 256;
+std::size_t round_up(std::size_t x) { return (x + align - 1) / align * align; }
+
+// Enqueues the operation on matrices [0, count) of device batches a and b.
+template <class T>
+void launch(const job<T>& j, kernels::gpu_batch<T> a, kernels::gpu_batch<T> b, int* ipiv, int* info,
+            long long count, cudaStream_t s) {
+  switch (j.what) {
+    case op::lu: kernels::gpu_batched_getrf(j.n, a, ipiv, info, count, s); break;
+    case op::inverse: kernels::gpu_batched_inverse(j.n, a, b, info, count, s); break;
+    case op::getrs: kernels::gpu_batched_getrs(j.n, j.nrhs, a, ipiv, b, count, s); break;
+    case op::gesv: kernels::gpu_batched_gesv(j.n, j.nrhs, a, ipiv, b, info, count, s); break;
+  }
+}
+
+// The caller's runtime, or one made for this call.
+runtime& runtime_for(const options& o, std::optional<runtime>& own, unsigned workers, const char* fn) {
+  if (o.rt) {
+    if (!o.rt->has_gpu()) check::invalid(fn, "options.rt has no GPU streams (runtime_options::gpu_streams = 0)");
+    return *o.rt;
+  }
+  runtime_options ro;
+  ro.workers = workers;
+  ro.gpu_streams = 2;
+  return own.emplace(ro);
+}
+
+template <class T>
+void run_device(const job<T>& j, const options& o, report& r) {
+  std::optional<runtime> own;
+  runtime& rt = runtime_for(o, own, 1, j.fn);
+  rt.task([&j](task_context& ctx) {
+      launch(j, ref(j.a), ref(j.b), j.ipiv, j.info, j.count, stream_of(ctx));
+    })
+      .on(device::gpu)
+      .label("batched_gpu")
+      .submit();
+  rt.wait_all();
+  if (j.info && j.what != op::getrs) {
+    std::vector<int> info(static_cast<std::size_t>(j.count));
+    if (cudaMemcpy(info.data(), j.info, info.size() * sizeof(int), cudaMemcpyDeviceToHost) == cudaSuccess)
+      r.singular = std::count_if(info.begin(), info.end(), [](int v) { return v > 0; });
+  }
+}
+
+// Copies column by column between a user matrix (ld) and packed staging (ld = rows).
+template <class T>
+void copy_in(const T* src, int ld, int rows, int cols, T* dst) {
+  if (ld == rows) {
+    std::memcpy(dst, src, sizeof(T) * static_cast<std::size_t>(rows) * cols);
+    return;
+  }
+  for (int c = 0; c < cols; ++c)
+    std::memcpy(dst + static_cast<std::size_t>(c) * rows, src + static_cast<std::size_t>(c) * ld,
+                sizeof(T) * static_cast<std::size_t>(rows));
+}
+template <class T>
+void copy_out(const T* src, int rows, int cols, T* dst, int ld) {
+  if (ld == rows) {
+    std::memcpy(dst, src, sizeof(T) * static_cast<std::size_t>(rows) * cols);
+    return;
+  }
+  for (int c = 0; c < cols; ++c)
+    std::memcpy(dst + static_cast<std::size_t>(c) * ld, src + static_cast<std::size_t>(c) * rows,
+                sizeof(T) * static_cast<std::size_t>(rows));
+}
+
+// Where the sections of one chunk's staging lie: [A][ipiv][B][info], each 256-byte aligned, so
+// that GETRS's read-only inputs (A, ipiv) come first and the outputs after them.
+struct sections {
+  std::size_t a = 0, piv = 0, b = 0, info = 0, in_bytes = 0, total = 0;
+  sections(long long per_chunk, int n, int nrhs, std::size_t es, op what) {
+    const auto c = static_cast<std::size_t>(per_chunk), un = static_cast<std::size_t>(n);
+    const bool has_piv = what != op::inverse, has_b = what == op::getrs || what == op::gesv;
+    piv = round_up(c * un * un * es);
+    b = piv + (has_piv ? round_up(c * un * sizeof(int)) : 0);
+    info = b + (has_b ? round_up(c * un * static_cast<std::size_t>(nrhs) * es) : 0);
+    total = info + (what != op::getrs ? round_up(c * sizeof(int)) : 0);
+    in_bytes = what == op::getrs ? b : 0;
+  }
+};
+
+template <class T>
+void run_streamed(const job<T>& j, const options& o, report& r) {
+  const int n = j.n, nrhs = j.what == op::inverse ? 0 : j.nrhs;
+  const int depth = o.depth;
+  std::size_t free_b = 0, total_b = 0;
+  if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+    cudaGetLastError();
+    free_b = 0;
+  }
+  const std::size_t cap = o.device_memory_cap ? std::min(o.device_memory_cap, free_b) : free_b / 5 * 4;
+  // The smallest staging that works: depth chunks of one matrix; checked before allocating.
+  const std::size_t need_min = static_cast<std::size_t>(depth) * sections(1, n, nrhs, sizeof(T), j.what).total;
+  if (cap < need_min)
+    throw out_of_memory(std::string(j.fn) + ": streaming needs at least " + std::to_string(need_min) +
+                        " bytes of device memory (" + std::to_string(depth) +
+                        " chunks of one matrix in flight); the cap allows " + std::to_string(cap) +
+                        " (device memory free: " + std::to_string(free_b) + " bytes)");
+  // Chunks of at most 8 MiB: small enough that the packing and unpacking of `depth` chunks run on
+  // as many cores at once and copies overlap kernels; at least `depth` chunks when the batch allows.
+  const std::size_t per_matrix = staging_bytes_per_matrix(n, nrhs, sizeof(T));
+  long long per_chunk = static_cast<long long>(std::min<std::size_t>(
+      (8u << 20) / per_matrix, (cap / static_cast<std::size_t>(depth) - 4 * align) / per_matrix));
+  per_chunk = std::max(1LL, std::min(per_chunk, (j.count + depth - 1) / depth));
+  while (per_chunk > 1 && static_cast<std::size_t>(depth) * sections(per_chunk, n, nrhs, sizeof(T), j.what).total > cap)
+    --per_chunk;
+  const sections sec(per_chunk, n, nrhs, sizeof(T), j.what);
+  const long long chunks = (j.count + per_chunk - 1) / per_chunk;
+  const int slots = static_cast<int>(std::min<long long>(depth, chunks));
+
+  std::optional<runtime> own;
+  runtime& rt = runtime_for(o, own, o.threads, j.fn);
+  const transfer_stats before = rt.transfers();
+  device_buffer dev = rt.allocate_device(sec.total * static_cast<std::size_t>(slots));
+  pinned_buffer pin = rt.allocate_pinned(sec.total * static_cast<std::size_t>(slots));
+  std::vector<handle> h_in(static_cast<std::size_t>(slots)), h_io(static_cast<std::size_t>(slots));
+  for (int s = 0; s < slots; ++s) {
+    char* host = pin.get<char>() + sec.total * static_cast<std::size_t>(s);
+    char* devp = dev.get<char>() + sec.total * static_cast<std::size_t>(s);
+    if (sec.in_bytes) {
+      h_in[static_cast<std::size_t>(s)] = rt.register_data(host, sec.in_bytes);
+      rt.place_on_device(h_in[static_cast<std::size_t>(s)], devp, sec.in_bytes);
+    }
+    h_io[static_cast<std::size_t>(s)] = rt.register_data(host + sec.in_bytes, sec.total - sec.in_bytes);
+    rt.place_on_device(h_io[static_cast<std::size_t>(s)], devp + sec.in_bytes, sec.total - sec.in_bytes);
+  }
+
+  for (long long c = 0; c < chunks; ++c) {
+    const auto s = static_cast<std::size_t>(c % slots);
+    const long long first = c * per_chunk, m = std::min(per_chunk, j.count - first);
+    char* host = pin.get<char>() + sec.total * s;
+    // Pack: the chunk's inputs into pinned staging.
+    auto pack = rt.task([&j, sec, host, first, m, n] {
+      T* a = reinterpret_cast<T*>(host + sec.a);
+      T* b = reinterpret_cast<T*>(host + sec.b);
+      int* piv = reinterpret_cast<int*>(host + sec.piv);
+      const auto nn = static_cast<std::size_t>(n) * n, nb = static_cast<std::size_t>(n) * j.nrhs;
+      for (long long i = 0; i < m; ++i) {
+        copy_in(j.a.pointers ? j.a.pointers[first + i] : j.a.data + (first + i) * j.a.stride, j.a.ld, n, n,
+                a + static_cast<std::size_t>(i) * nn);
+        if (j.what == op::getrs || j.what == op::gesv) {
+          if (j.nrhs > 0)
+            copy_in(j.b.pointers ? j.b.pointers[first + i] : j.b.data + (first + i) * j.b.stride, j.b.ld, n,
+                    j.nrhs, b + static_cast<std::size_t>(i) * nb);
+        }
+      }
+      if (j.what == op::getrs)
+        std::memcpy(piv, j.ipiv + first * n, sizeof(int) * static_cast<std::size_t>(m) * n);
+    });
+    if (sec.in_bytes) pack.write(h_in[s]);
+    pack.write(h_io[s]).label("batched_pack").submit();
+    // The kernel on the chunk's device copy.
+    auto gpu = rt.task([&j, sec, m, n, hi = h_in[s], ho = h_io[s]](task_context& ctx) {
+      // The in and in-out parts are adjacent on the device (place_on_device above).
+      char* base = hi ? device_ptr<char>(ctx, hi) : device_ptr<char>(ctx, ho);
+      const long long nn = static_cast<long long>(n) * n, nb = static_cast<long long>(n) * j.nrhs;
+      kernels::gpu_batch<T> a{reinterpret_cast<T*>(base + sec.a), nn, nullptr, n};
+      kernels::gpu_batch<T> b = a;  // the inverse in place
+      if (j.what == op::getrs || j.what == op::gesv) b = {reinterpret_cast<T*>(base + sec.b), nb, nullptr, n};
+      launch(j, a, b, reinterpret_cast<int*>(base + sec.piv), reinterpret_cast<int*>(base + sec.info), m,
+             stream_of(ctx));
+    });
+    gpu.on(device::gpu);
+    if (sec.in_bytes) gpu.read(h_in[s]);
+    gpu.read_write(h_io[s]).label("batched_kernel").submit();
+    // Unpack: the outputs back where the caller wants them.
+    rt.task([&j, sec, host, first, m, n] {
+        const T* a = reinterpret_cast<const T*>(host + sec.a);
+        const T* b = reinterpret_cast<const T*>(host + sec.b);
+        const int* piv = reinterpret_cast<const int*>(host + sec.piv);
+        const int* info = reinterpret_cast<const int*>(host + sec.info);
+        const auto nn = static_cast<std::size_t>(n) * n, nb = static_cast<std::size_t>(n) * j.nrhs;
+        for (long long i = 0; i < m; ++i) {
+          if (j.what == op::lu || j.what == op::gesv)
+            copy_out(a + static_cast<std::size_t>(i) * nn, n, n,
+                     j.a.pointers ? j.a.pointers[first + i] : j.a.data + (first + i) * j.a.stride, j.a.ld);
+          if (j.what == op::inverse)
+            copy_out(a + static_cast<std::size_t>(i) * nn, n, n,
+                     j.b.pointers ? j.b.pointers[first + i] : j.b.data + (first + i) * j.b.stride, j.b.ld);
+          if ((j.what == op::getrs || j.what == op::gesv) && j.nrhs > 0)
+            copy_out(b + static_cast<std::size_t>(i) * nb, n, j.nrhs,
+                     j.b.pointers ? j.b.pointers[first + i] : j.b.data + (first + i) * j.b.stride, j.b.ld);
+        }
+        if (j.what == op::lu || j.what == op::gesv)
+          std::memcpy(j.ipiv + first * n, piv, sizeof(int) * static_cast<std::size_t>(m) * n);
+        if (j.what != op::getrs) std::memcpy(j.info + first, info, sizeof(int) * static_cast<std::size_t>(m));
+      })
+        .read(h_io[s])
+        .label("batched_unpack")
+        .submit();
+  }
+  rt.wait_all();
+  for (int s = 0; s < slots; ++s) {
+    if (h_in[static_cast<std::size_t>(s)]) rt.release_device(h_in[static_cast<std::size_t>(s)]);
+    rt.release_device(h_io[static_cast<std::size_t>(s)]);
+  }
+  const transfer_stats t = rt.transfers();
+  r.h2d_bytes = t.h2d_bytes - before.h2d_bytes;
+  r.d2h_bytes = t.d2h_bytes - before.d2h_bytes;
+  r.chunks = chunks;
+  r.matrices_per_chunk = per_chunk;
+}
+
+}  // namespace
+
+template <class T>
+void run_gpu(const job<T>& j, const options& o, report& r) {
+  if (j.a.where == memory::device)
+    run_device(j, o, r);
+  else
+    run_streamed(j, o, r);
+}
+
+}  // namespace detail
+
+#else  // no CUDA in this build
+
+bool gpu_available() { return false; }
+std::string gpu_name() { return {}; }
+
+namespace detail {
+template <class T>
+void run_gpu(const job<T>& j, const options&, report&) {
+  check::invalid(j.fn, "this build of Tessera has no CUDA");
+}
+}  // namespace detail
+
+#endif
+
+template void detail::run_gpu<float>(const detail::job<float>&, const options&, report&);
+template void detail::run_gpu<double>(const detail::job<double>&, const options&, report&);
+
+}  // namespace tessera::batched

@@ -1,0 +1,313 @@
+// tessera_batched_bench: batched LU and inverse of 2^20 (and 2^16) tiny matrices, n = 1..32, float
+// and double, device-resident: Tessera's register-resident kernels against cuBLAS getrfBatched,
+// getrfBatched + getriBatched, and matinvBatched, and against a device-to-device copy of the same
+// bytes measured in the same run (the memory-bound limit). Then a host-resident batch streamed
+// through the GPU (tessera::batched) against the pinned host-to-device copy.
+// Times are the best of --reps runs (CUDA events), rates by LAPACK's flop counts, bandwidth as
+// (bytes read + bytes written) / time. A short table is printed last; every figure goes to --csv.
+#include <CLI/CLI.hpp>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/machine.hpp"
+#include "gpu/fill.hpp"
+#include "tessera/batched/batched.hpp"
+#include "tessera/batched/check.hpp"
+#include "tessera/kernels_gpu/gpu_batched.hpp"
+#include "tessera/sched/runtime.hpp"
+
+namespace {
+
+namespace bt = tessera::batched;
+namespace tk = tessera::kernels;
+
+void ok(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+}
+void ok(cublasStatus_t s, const char* what) {
+  if (s != CUBLAS_STATUS_SUCCESS) throw std::runtime_error(std::string(what) + ": " + cublasGetStatusString(s));
+}
+
+cublasStatus_t getrf(cublasHandle_t h, int n, float* const* a, int lda, int* p, int* info, int count) {
+  return cublasSgetrfBatched(h, n, a, lda, p, info, count);
+}
+cublasStatus_t getrf(cublasHandle_t h, int n, double* const* a, int lda, int* p, int* info, int count) {
+  return cublasDgetrfBatched(h, n, a, lda, p, info, count);
+}
+cublasStatus_t getri(cublasHandle_t h, int n, float* const* a, int lda, const int* p, float* const* c, int ldc,
+                     int* info, int count) {
+  return cublasSgetriBatched(h, n, a, lda, p, c, ldc, info, count);
+}
+cublasStatus_t getri(cublasHandle_t h, int n, double* const* a, int lda, const int* p, double* const* c, int ldc,
+                     int* info, int count) {
+  return cublasDgetriBatched(h, n, a, lda, p, c, ldc, info, count);
+}
+cublasStatus_t matinv(cublasHandle_t h, int n, float* const* a, int lda, float* const* c, int ldc, int* info,
+                      int count) {
+  return cublasSmatinvBatched(h, n, a, lda, c, ldc, info, count);
+}
+cublasStatus_t matinv(cublasHandle_t h, int n, double* const* a, int lda, double* const* c, int ldc, int* info,
+                      int count) {
+  return cublasDmatinvBatched(h, n, a, lda, c, ldc, info, count);
+}
+
+struct timer {
+  cudaStream_t s;
+  cudaEvent_t a, b;
+  explicit timer(cudaStream_t st) : s(st) {
+    ok(cudaEventCreate(&a), "event");
+    ok(cudaEventCreate(&b), "event");
+  }
+  ~timer() {
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+  }
+  // Best of reps of f() in ms; prep() (not timed) runs before each.
+  template <class P, class F>
+  double best(int reps, P prep, F f) {
+    double t = 1e30;
+    for (int r = 0; r < reps; ++r) {
+      prep();
+      ok(cudaEventRecord(a, s), "record");
+      f();
+      ok(cudaEventRecord(b, s), "record");
+      ok(cudaEventSynchronize(b), "sync");
+      float ms = 0;
+      ok(cudaEventElapsedTime(&ms, a, b), "elapsed");
+      t = std::min(t, double(ms));
+    }
+    return t;
+  }
+};
+
+struct row {
+  std::string prec;
+  int n;
+  long long count;
+  double copy_ms, lu_ms, inv_ms, cu_getrf_ms, cu_getri_ms, cu_matinv_ms;
+  double lu_bytes, inv_bytes, copy_bytes;
+  long long pivots_differ;
+};
+
+template <class T>
+row measure(int n, long long count, int reps, cudaStream_t s, cublasHandle_t h, bool cublas_on) {
+  const std::size_t nn = std::size_t(n) * n, elems = nn * std::size_t(count);
+  T *a0, *a, *x;
+  int *piv, *info, *cpiv;
+  T **pa, **px;
+  ok(cudaMalloc(&a0, elems * sizeof(T)), "malloc a0");
+  ok(cudaMalloc(&a, elems * sizeof(T)), "malloc a");
+  ok(cudaMalloc(&x, elems * sizeof(T)), "malloc x");
+  ok(cudaMalloc(&piv, std::size_t(count) * n * sizeof(int)), "malloc piv");
+  ok(cudaMalloc(&cpiv, std::size_t(count) * n * sizeof(int)), "malloc cpiv");
+  ok(cudaMalloc(&info, std::size_t(count) * sizeof(int)), "malloc info");
+  ok(cudaMalloc(&pa, std::size_t(count) * sizeof(T*)), "malloc pa");
+  ok(cudaMalloc(&px, std::size_t(count) * sizeof(T*)), "malloc px");
+  {
+    std::vector<T*> hp(static_cast<std::size_t>(count)), hx(static_cast<std::size_t>(count));
+    for (long long b = 0; b < count; ++b) {
+      hp[std::size_t(b)] = a + std::size_t(b) * nn;
+      hx[std::size_t(b)] = x + std::size_t(b) * nn;
+    }
+    ok(cudaMemcpy(pa, hp.data(), hp.size() * sizeof(T*), cudaMemcpyHostToDevice), "pointers");
+    ok(cudaMemcpy(px, hx.data(), hx.size() * sizeof(T*), cudaMemcpyHostToDevice), "pointers");
+  }
+  tessera::bench::fill_uniform(a0, elems, 42, s);
+  timer t(s);
+  auto restore = [&] { ok(cudaMemcpyAsync(a, a0, elems * sizeof(T), cudaMemcpyDeviceToDevice, s), "restore"); };
+  auto none = [] {};
+  const tk::gpu_batch<T> A{a, (long long)nn, nullptr, n}, X{x, (long long)nn, nullptr, n};
+  row r{};
+  r.prec = sizeof(T) == 4 ? "s" : "d";
+  r.n = n;
+  r.count = count;
+  r.copy_bytes = 2.0 * double(elems * sizeof(T));
+  r.lu_bytes = 2.0 * double(elems * sizeof(T)) + double(count) * (n + 1) * sizeof(int);
+  r.inv_bytes = 2.0 * double(elems * sizeof(T)) + double(count) * sizeof(int);
+  r.copy_ms = t.best(reps, none, [&] {
+    ok(cudaMemcpyAsync(x, a0, elems * sizeof(T), cudaMemcpyDeviceToDevice, s), "copy");
+  });
+  r.lu_ms = t.best(reps, restore, [&] { tk::gpu_batched_getrf(n, A, piv, info, count, s); });
+  r.inv_ms = t.best(reps, none, [&] {
+    tk::gpu_batched_inverse(n, tk::gpu_batch<T>{a0, (long long)nn, nullptr, n}, X, info, count, s);
+  });
+  r.cu_getrf_ms = r.cu_getri_ms = r.cu_matinv_ms = -1;
+  r.pivots_differ = -1;
+  if (cublas_on) {
+    ok(cublasSetStream(h, s), "set stream");
+    r.cu_getrf_ms = t.best(reps, restore, [&] { ok(getrf(h, n, pa, n, cpiv, info, int(count)), "getrfBatched"); });
+    // Pivots: Tessera's against cuBLAS's on the same matrices (a count, not a test).
+    {
+      restore();
+      tk::gpu_batched_getrf(n, A, piv, info, count, s);
+      ok(cudaStreamSynchronize(s), "sync");
+      std::vector<int> p1(std::size_t(count) * n), p2(p1.size());
+      ok(cudaMemcpy(p1.data(), piv, p1.size() * sizeof(int), cudaMemcpyDeviceToHost), "piv");
+      ok(cudaMemcpy(p2.data(), cpiv, p2.size() * sizeof(int), cudaMemcpyDeviceToHost), "cpiv");
+      r.pivots_differ = 0;
+      for (long long b = 0; b < count; ++b)
+        if (!std::equal(p1.begin() + b * n, p1.begin() + (b + 1) * n, p2.begin() + b * n)) ++r.pivots_differ;
+    }
+    // getriBatched on getrfBatched's factors (a holds them from the last getrf run).
+    restore();
+    ok(getrf(h, n, pa, n, cpiv, info, int(count)), "getrfBatched");
+    r.cu_getri_ms = t.best(reps, none, [&] { ok(getri(h, n, pa, n, cpiv, px, n, info, int(count)), "getriBatched"); });
+    r.cu_matinv_ms = t.best(reps, restore, [&] { ok(matinv(h, n, pa, n, px, n, info, int(count)), "matinvBatched"); });
+  }
+  for (void* p : {(void*)a0, (void*)a, (void*)x, (void*)piv, (void*)cpiv, (void*)info, (void*)pa, (void*)px}) cudaFree(p);
+  return r;
+}
+
+// Pinned host-to-device copy bandwidth (GB/s) of `bytes`, best of 3.
+double pinned_h2d(std::size_t bytes, cudaStream_t s) {
+  void *h, *d;
+  ok(cudaMallocHost(&h, bytes), "pinned");
+  ok(cudaMalloc(&d, bytes), "malloc");
+  std::memset(h, 0, bytes);
+  timer t(s);
+  const double ms = t.best(3, [] {}, [&] { ok(cudaMemcpyAsync(d, h, bytes, cudaMemcpyHostToDevice, s), "h2d"); });
+  cudaFreeHost(h);
+  cudaFree(d);
+  return double(bytes) / ms * 1e-6;
+}
+
+struct stream_row {
+  std::string op, prec;
+  int n;
+  long long count;
+  double seconds, gbs_each_way, link_gbs, chunks;
+};
+
+template <class T>
+stream_row streamed(const std::string& op, int n, long long count, double link, unsigned threads, int depth) {
+  const std::size_t nn = std::size_t(n) * n;
+  std::vector<T> a(nn * std::size_t(count)), x(op == "inv" ? a.size() : 0);
+  {  // filled on all threads: gigabytes
+    std::vector<std::thread> pool;
+    const std::size_t per = a.size() / threads + 1;
+    for (unsigned t = 0; t < threads; ++t)
+      pool.emplace_back([&a, per, t] {
+        for (std::size_t i = t * per; i < std::min(a.size(), (t + 1) * per); ++i)
+          a[i] = T(double((i * 2654435761u) % 2001) / 1000.0 - 1.0);
+      });
+    for (auto& th : pool) th.join();
+  }
+  std::vector<int> piv(static_cast<std::size_t>(count) * n), info(static_cast<std::size_t>(count));
+  tessera::runtime_options ro;
+  ro.workers = threads;
+  ro.gpu_streams = 2;
+  tessera::runtime rt(ro);  // made once: the first run below warms it (threads, streams, pinned staging)
+  bt::options o;
+  o.on = bt::target::gpu;
+  o.rt = &rt;
+  o.depth = depth;
+  double best = 1e30;
+  bt::report r;
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (op == "lu") r = bt::lu(bt::strided(a.data(), n, count), piv.data(), info.data(), o);
+    else r = bt::inverse(bt::strided(a.data(), n, count), bt::strided(x.data(), n, count), info.data(), o);
+    if (rep > 0) best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  stream_row sr{op, sizeof(T) == 4 ? "s" : "d", n, count, best, double(a.size() * sizeof(T)) / best * 1e-9, link,
+                double(r.chunks)};
+  return sr;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tessera_batched_bench: batched LU and inverse of tiny matrices against cuBLAS"};
+  std::vector<int> ns;
+  std::vector<long long> counts{1 << 20, 1 << 16};
+  std::string precisions = "sd", csv = "batched_bench.csv";
+  int reps = 3;
+  bool cublas_on = true;
+  std::vector<int> stream_ns{8, 32};
+  long long stream_count = 1 << 19;
+  unsigned threads = 16;
+  int stream_depth = bt::options{}.depth;
+  app.add_option("--n", ns, "orders (default 1..32)")->delimiter(',');
+  app.add_option("--counts", counts, "batch sizes")->delimiter(',');
+  app.add_option("--precisions", precisions, "s, d or sd");
+  app.add_option("--reps", reps, "runs per figure (best is kept)");
+  app.add_flag("!--no-cublas", cublas_on, "skip cuBLAS");
+  app.add_option("--stream-n", stream_ns, "orders of the streamed host-resident runs (none: -1)")->delimiter(',');
+  app.add_option("--stream-count", stream_count, "matrices of the streamed runs");
+  app.add_option("--threads", threads, "CPU threads of the streamed runs");
+  app.add_option("--stream-depth", stream_depth, "chunks in flight in the streamed runs");
+  app.add_option("--csv", csv, "where every figure goes");
+  CLI11_PARSE(app, argc, argv);
+  if (ns.empty())
+    for (int n = 1; n <= 32; ++n) ns.push_back(n);
+  int dev = 0;
+  cudaDeviceProp prop;
+  ok(cudaGetDevice(&dev), "device");
+  ok(cudaGetDeviceProperties(&prop, dev), "properties");
+  cudaStream_t s;
+  ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
+  cublasHandle_t h;
+  ok(cublasCreate(&h), "cublas");
+  std::ofstream out(csv);
+  std::printf("# %s, %d SMs; host %s\n", prop.name, prop.multiProcessorCount, tessera::bench::cpu_model().c_str());
+  out << "# " << prop.name << "; host " << tessera::bench::cpu_model() << "\n";
+  out << "precision,n,count,copy_ms,copy_GBs,lu_ms,lu_GBs,lu_GFLOPs,inv_ms,inv_GBs,inv_GFLOPs,cublas_getrf_ms,"
+         "cublas_getri_ms,cublas_matinv_ms,lu_pivots_differ_from_cublas\n";
+  std::vector<row> rows;
+  for (long long count : counts)
+    for (char p : precisions)
+      for (int n : ns) {
+        const row r = p == 's' ? measure<float>(n, count, reps, s, h, cublas_on) : measure<double>(n, count, reps, s, h, cublas_on);
+        rows.push_back(r);
+        const double c = double(count);
+        char line[512];
+        std::snprintf(line, sizeof line, "%s,%d,%lld,%.4f,%.1f,%.4f,%.1f,%.1f,%.4f,%.1f,%.1f,%.4f,%.4f,%.4f,%lld",
+                      r.prec.c_str(), n, count, r.copy_ms, r.copy_bytes / r.copy_ms * 1e-6, r.lu_ms,
+                      r.lu_bytes / r.lu_ms * 1e-6, bt::getrf_flops(n) * c / r.lu_ms * 1e-6, r.inv_ms,
+                      r.inv_bytes / r.inv_ms * 1e-6, bt::inverse_flops(n) * c / r.inv_ms * 1e-6, r.cu_getrf_ms,
+                      r.cu_getri_ms, r.cu_matinv_ms, r.pivots_differ);
+        out << line << "\n";
+        out.flush();
+        std::fprintf(stderr, "%s\n", line);
+      }
+  std::vector<stream_row> srows;
+  if (!stream_ns.empty() && stream_ns[0] > 0) {
+    const double link = pinned_h2d(std::size_t(1) << 30, s);
+    for (char p : precisions)
+      for (int n : stream_ns)
+        for (const char* op : {"lu", "inv"}) {
+          const stream_row r = p == 's' ? streamed<float>(op, n, stream_count, link, threads, stream_depth)
+                                        : streamed<double>(op, n, stream_count, link, threads, stream_depth);
+          srows.push_back(r);
+          out << "# streamed," << r.op << "," << r.prec << "," << r.n << "," << r.count << "," << r.seconds << "s,"
+              << r.gbs_each_way << " GB/s each way, pinned H2D " << r.link_gbs << " GB/s, " << r.chunks << " chunks\n";
+        }
+  }
+  // The short table, last.
+  std::printf("\n%-4s %3s %8s | %8s %8s %8s | %7s %7s | %9s %9s %9s | %6s %6s\n", "prec", "n", "count", "copy ms",
+              "LU ms", "inv ms", "LU %cp", "inv %cp", "cu getrf", "cu +getri", "cu matinv", "LU x", "inv x");
+  for (const row& r : rows) {
+    const double bw = r.copy_bytes / r.copy_ms;
+    std::printf("%-4s %3d %8lld | %8.3f %8.3f %8.3f | %6.0f%% %6.0f%% | %9.3f %9.3f %9.3f | %6.2f %6.2f\n",
+                r.prec.c_str(), r.n, r.count, r.copy_ms, r.lu_ms, r.inv_ms, 100 * r.lu_bytes / r.lu_ms / bw,
+                100 * r.inv_bytes / r.inv_ms / bw, r.cu_getrf_ms, r.cu_getrf_ms + r.cu_getri_ms, r.cu_matinv_ms,
+                r.cu_getrf_ms / r.lu_ms, (r.cu_getrf_ms + r.cu_getri_ms) / r.inv_ms);
+  }
+  for (const stream_row& r : srows)
+    std::printf("streamed %s %s n=%d count=%lld depth %d, %u threads: %.3f s, %.1f GB/s each way = %.0f%% of pinned H2D %.1f GB/s (%g chunks)\n",
+                r.op.c_str(), r.prec.c_str(), r.n, r.count, stream_depth, threads, r.seconds, r.gbs_each_way,
+                100 * r.gbs_each_way / r.link_gbs, r.link_gbs, r.chunks);
+  cublasDestroy(h);
+  cudaStreamDestroy(s);
+  return 0;
+}

@@ -1,0 +1,7 @@
+// Batched gesv in double: n = 1..32 (the kernels are in batched_lu.cuh; one file per operation and
+// precision so that they compile in parallel).
+#include "batched_lu.cuh"
+
+namespace tessera::kernels {
+template void gpu_batched_gesv<double>(int, int, gpu_batch<double>, int*, gpu_batch<double>, int*, long long, cudaStream_t);
+}  // namespace tessera::kernels

@@ -1,0 +1,7 @@
+// Batched getrs in double: n = 1..32 (the kernels are in batched_lu.cuh; one file per operation and
+// precision so that they compile in parallel).
+#include "batched_lu.cuh"
+
+namespace tessera::kernels {
+template void gpu_batched_getrs<double>(int, int, gpu_batch<double>, const int*, gpu_batch<double>, long long, cudaStream_t);
+}  // namespace tessera::kernels

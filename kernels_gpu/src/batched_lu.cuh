@@ -1,0 +1,510 @@
+#pragma once
+// Device code of the batched tiny-matrix kernels (tessera/kernels_gpu/gpu_batched.hpp). One .cu
+// per operation and precision includes this and instantiates n = 1..32, so they compile in
+// parallel.
+//
+// Layout of the work: a group of P lanes (P = the next power of two >= n, so a group never spans
+// two warps and warp intrinsics with the group's mask serve as its barrier) holds one matrix, lane
+// i its row i in registers r[0..n-1]. `pos` is the row's current place in LAPACK's row order: the
+// pivot search takes the first place of largest |a| among places >= k, as IxAMAX does on the
+// swapped matrix, and a swap only exchanges two lanes' pos (lazy swaps); each row is written once,
+// at the end, to its final place. The pivot row reaches the other lanes through shared memory
+// (one broadcast load per element instead of a shuffle each).
+#include <tessera/kernels_gpu/gpu_batched.hpp>
+
+#include <array>
+#include <cfloat>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include "check.hpp"
+
+namespace tessera::kernels::batched_detail {
+
+inline constexpr int threads_per_block = 128;
+
+template <int N>
+constexpr int group_size() {
+  return N <= 1 ? 1 : N <= 2 ? 2 : N <= 4 ? 4 : N <= 8 ? 8 : N <= 16 ? 16 : 32;
+}
+
+template <class T>
+__device__ __forceinline__ T* matrix_of(const gpu_batch<T>& m, long long b) {
+  return m.ptrs ? m.ptrs[b] : m.data + b * m.stride;
+}
+
+// Pivot-search keys: 0 for lanes out of the search, 1 for NaN (never wins but against lanes out),
+// bits(|a|) + 2 otherwise (for non-negative IEEE numbers the bits order like the values).
+__device__ __forceinline__ std::uint64_t abs_key(double x) {
+  const auto u = static_cast<std::uint64_t>(__double_as_longlong(x)) & 0x7FFFFFFFFFFFFFFFull;
+  return u > 0x7FF0000000000000ull ? 1ull : u + 2ull;
+}
+__device__ __forceinline__ std::uint32_t abs_key(float x) {
+  const std::uint32_t u = __float_as_uint(x) & 0x7FFFFFFFu;
+  return u > 0x7F800000u ? 1u : u + 2u;
+}
+
+// The winner's pos * 32 + lane over the group: the largest key, ties to the smallest pos (LAPACK's
+// first index). Lanes with key 0 take part but never win (some lane has pos >= k).
+// A whole warp (P = 32) uses redux.sync; groups of fewer lanes a shuffle butterfly of width P:
+// in the first H100 run the redux.sync form gave wrong pivots in 40% of the 16 x 16 matrices (two
+// full 16-lane groups a warp; every other order passed), while shuffles with a width are defined
+// for sub-warp groups.
+template <int P>
+__device__ __forceinline__ unsigned group_argmax(unsigned mask, std::uint32_t key, unsigned idx) {
+  if constexpr (P == 32) {
+    const unsigned m = __reduce_max_sync(mask, key);
+    return __reduce_min_sync(mask, key == m ? idx : 1023u);
+  } else {
+    // (key, 1023 - idx) packed: the larger is the better candidate.
+    std::uint64_t v = (static_cast<std::uint64_t>(key) << 10) | (1023u - idx);
+#pragma unroll
+    for (int d = P / 2; d >= 1; d /= 2) {
+      const std::uint64_t o = __shfl_xor_sync(mask, v, d, P);
+      v = o > v ? o : v;
+    }
+    return 1023u - static_cast<unsigned>(v & 1023u);
+  }
+}
+template <int P>
+__device__ __forceinline__ unsigned group_argmax(unsigned mask, std::uint64_t key, unsigned idx) {
+  if constexpr (P == 32) {
+    const auto hi = static_cast<unsigned>(key >> 32), lo = static_cast<unsigned>(key);
+    const unsigned mh = __reduce_max_sync(mask, hi);
+    const unsigned ml = __reduce_max_sync(mask, hi == mh ? lo : 0u);
+    return __reduce_min_sync(mask, (hi == mh && lo == ml) ? idx : 1023u);
+  } else {
+#pragma unroll
+    for (int d = P / 2; d >= 1; d /= 2) {
+      const std::uint64_t ok = __shfl_xor_sync(mask, key, d, P);
+      const unsigned oi = __shfl_xor_sync(mask, idx, d, P);
+      if (ok > key || (ok == key && oi < idx)) {
+        key = ok;
+        idx = oi;
+      }
+    }
+    return idx;
+  }
+}
+
+template <int P>
+__device__ __forceinline__ unsigned group_mask() {
+  if constexpr (P == 32) {
+    return 0xFFFFFFFFu;
+  } else {
+    const unsigned first = (threadIdx.x & 31u) & ~unsigned(P - 1);
+    return ((1u << P) - 1u) << first;
+  }
+}
+
+template <class T>
+__device__ __forceinline__ T safe_min();
+template <>
+__device__ __forceinline__ double safe_min<double>() { return DBL_MIN; }
+template <>
+__device__ __forceinline__ float safe_min<float>() { return FLT_MIN; }
+
+// The per-group state the kernels share: which matrix, which lane, and the shared pivot rows.
+template <class T, int N>
+struct group {
+  static constexpr int P = group_size<N>();
+  static constexpr int per_block = threads_per_block / P;  // matrices per block
+  int lane, g;
+  long long b;
+  unsigned mask;
+  bool active;  // lane < N: holds a row
+  __device__ group()
+      : lane(static_cast<int>(threadIdx.x) % P), g(static_cast<int>(threadIdx.x) / P),
+        b(static_cast<long long>(blockIdx.x) * per_block + static_cast<int>(threadIdx.x) / P),
+        mask(group_mask<P>()), active(static_cast<int>(threadIdx.x) % P < N) {}
+};
+
+// Shared memory of a block: per group two pivot-row buffers (steps alternate, so a step's writes
+// never meet the previous step's reads) of N values plus the pivot's reciprocal, and the pivots.
+// 16-byte vectors: the pivot row is read with one 16-byte broadcast load per 2 doubles or 4 floats
+// (shared-memory loads, not flops, bounded the Gauss-Jordan inverse: 37% of copy bandwidth in single
+// precision with one load per element).
+template <class T>
+struct vec16;
+template <>
+struct vec16<float> {
+  using type = float4;
+  static constexpr int width = 4;
+  __device__ static float at(const float4& v, int t) { return t == 0 ? v.x : t == 1 ? v.y : t == 2 ? v.z : v.w; }
+};
+template <>
+struct vec16<double> {
+  using type = double2;
+  static constexpr int width = 2;
+  __device__ static double at(const double2& v, int t) { return t == 0 ? v.x : v.y; }
+};
+
+template <class T, int N>
+struct shared_rows {
+  static constexpr int V = vec16<T>::width;
+  static constexpr int len = (N + 1 + V - 1) / V * V;  // N values and the pivot's reciprocal, padded
+  alignas(16) T row[group<T, N>::per_block][2][len];
+  int piv[group<T, N>::per_block][N];
+};
+
+// r[j] -= f * row[j] for j = first .. N-1, row 16-byte aligned (first is a constant once the
+// callers' loops are unrolled, so the skipped parts cost nothing).
+template <class T, int N>
+__device__ __forceinline__ void update_from_row(T (&r)[N], T f, const T* row, int first) {
+  using vt = vec16<T>;
+  constexpr int V = vt::width;
+#pragma unroll
+  for (int j0 = 0; j0 < N; j0 += V) {
+    if (j0 + V <= first) continue;
+    const typename vt::type v = *reinterpret_cast<const typename vt::type*>(row + j0);
+#pragma unroll
+    for (int t = 0; t < V; ++t) {
+      const int j = j0 + t;
+      if (j >= first && j < N) r[j] = fma(-f, vt::at(v, t), r[j]);
+    }
+  }
+}
+
+// The pivot search of step k: every lane learns the pivot's lane and pos, and lanes swap places.
+template <class T, int N>
+__device__ __forceinline__ void find_pivot(const group<T, N>& grp, const T (&r)[N], int k, int& pos,
+                                           int& plane, int& ppos) {
+  using key_t = decltype(abs_key(T(0)));
+  const key_t key = (grp.active && pos >= k) ? abs_key(r[k]) : key_t(0);
+  const unsigned w = group_argmax<group<T, N>::P>(grp.mask, key, static_cast<unsigned>(pos * 32 + grp.lane));
+  plane = static_cast<int>(w & 31u);
+  ppos = static_cast<int>(w >> 5);
+  if (pos == k) pos = ppos;      // the row at place k goes where the pivot row was
+  if (grp.lane == plane) pos = k;  // and the pivot row to place k
+}
+
+// ---- GETRF ----------------------------------------------------------------------------------
+// Right-looking LU as LAPACK's GETF2: l = a(i,k) / u(k,k) (times the reciprocal unless |u(k,k)| is
+// below the safe minimum), then the rank-1 update; a zero pivot leaves its column as it is.
+template <class T, int N, bool Solve>
+__device__ __forceinline__ void lu_in_registers(const group<T, N>& grp, shared_rows<T, N>& s, T (&r)[N],
+                                                int& pos, int& info, int (&piv_lane)[N]) {
+#pragma unroll
+  for (int k = 0; k < N; ++k) {
+    int plane, ppos;
+    find_pivot(grp, r, k, pos, plane, ppos);
+    if constexpr (Solve) piv_lane[k] = plane;
+    T* row = s.row[grp.g][k & 1];
+    if (grp.lane == plane) {
+      s.piv[grp.g][k] = ppos + 1;
+#pragma unroll
+      for (int j = k; j < N; ++j) row[j] = r[j];
+      row[N] = T(1) / r[k];
+    }
+    __syncwarp(grp.mask);
+    const T p = row[k];
+    if (p == T(0)) {
+      if (info == 0) info = k + 1;
+      continue;  // the column below is all zero (or NaN): nothing to eliminate
+    }
+    if (grp.active && pos > k) {
+      const T l = (p >= safe_min<T>() || p <= -safe_min<T>()) ? r[k] * row[N] : r[k] / p;
+      r[k] = l;
+      update_from_row<T, N>(r, l, row, k + 1);
+    }
+  }
+}
+
+template <class T, int N>
+__global__ void __launch_bounds__(threads_per_block)
+    getrf_kernel(gpu_batch<T> A, int* __restrict__ ipiv, int* __restrict__ info, long long count) {
+  __shared__ shared_rows<T, N> s;
+  const group<T, N> grp;
+  if (grp.b >= count) return;  // whole groups leave together, so the masks stay right
+  T* a = matrix_of(A, grp.b);
+  T r[N] = {};
+  if (grp.active) {
+#pragma unroll
+    for (int j = 0; j < N; ++j) r[j] = a[grp.lane + static_cast<long long>(j) * A.ld];
+  }
+  int pos = grp.lane, inf = 0;
+  int piv_lane[N];
+  lu_in_registers<T, N, false>(grp, s, r, pos, inf, piv_lane);
+  if (grp.active) {
+#pragma unroll
+    for (int j = 0; j < N; ++j) a[pos + static_cast<long long>(j) * A.ld] = r[j];
+    ipiv[grp.b * N + grp.lane] = s.piv[grp.g][grp.lane];
+    if (grp.lane == 0) info[grp.b] = inf;
+  }
+}
+
+// ---- inverse: Gauss-Jordan in place, fused with the pivoting ----------------------------------
+// Step k turns column k into a column of the inverse: the pivot row is divided by the pivot (its
+// k-th entry becoming 1/pivot), every other row loses f times it (its k-th entry becoming
+// -f/pivot). With rows at their places this inverts PA; A^-1 = (PA)^-1 P, so column j of the
+// result belongs in column piv_lane[j] (the original row of place j), row pos.
+template <class T, int N>
+__global__ void __launch_bounds__(threads_per_block)
+    inverse_kernel(gpu_batch<T> A, gpu_batch<T> Ainv, int* __restrict__ info, long long count) {
+  __shared__ shared_rows<T, N> s;
+  const group<T, N> grp;
+  if (grp.b >= count) return;
+  const T* a = matrix_of(A, grp.b);
+  T r[N] = {};
+  if (grp.active) {
+#pragma unroll
+    for (int j = 0; j < N; ++j) r[j] = a[grp.lane + static_cast<long long>(j) * A.ld];
+  }
+  int pos = grp.lane, inf = 0;
+  int piv_lane[N];
+#pragma unroll
+  for (int k = 0; k < N; ++k) {
+    int plane, ppos;
+    find_pivot(grp, r, k, pos, plane, ppos);
+    piv_lane[k] = plane;
+    T* row = s.row[grp.g][k & 1];
+    if (grp.lane == plane) {
+      const T d = T(1) / r[k];
+      if (r[k] == T(0) && inf == 0) inf = k + 1;
+      r[k] = T(1);
+#pragma unroll
+      for (int j = 0; j < N; ++j) r[j] *= d;
+      // The whole row, 16 bytes a store (the padding beyond N gets zeros).
+      constexpr int V = vec16<T>::width;
+      auto rv = [&r](int j) { return j < N ? r[j] : T(0); };
+#pragma unroll
+      for (int j0 = 0; j0 < N; j0 += V) {
+        if constexpr (V == 4)
+          *reinterpret_cast<float4*>(row + j0) = make_float4(rv(j0), rv(j0 + 1), rv(j0 + 2), rv(j0 + 3));
+        else
+          *reinterpret_cast<double2*>(row + j0) = make_double2(rv(j0), rv(j0 + 1));
+      }
+    }
+    __syncwarp(grp.mask);
+    if (grp.active && grp.lane != plane) {
+      const T f = r[k];
+      r[k] = T(0);
+      update_from_row<T, N>(r, f, row, 0);
+    }
+  }
+  // info: every lane saw the zero pivot only if it was the pivot lane; agree on the smallest.
+  unsigned zero = inf == 0 ? 1024u : static_cast<unsigned>(inf);
+#pragma unroll
+  for (int d = group<T, N>::P / 2; d >= 1; d /= 2) {
+    const unsigned o = __shfl_xor_sync(grp.mask, zero, d, group<T, N>::P);
+    zero = o < zero ? o : zero;
+  }
+  if (grp.active) {
+    T* out = matrix_of(Ainv, grp.b);
+    // In place, every lane must have read its row before any writes: the group's loads are done
+    // once the reduction above has returned in all of its lanes.
+#pragma unroll
+    for (int j = 0; j < N; ++j) out[pos + static_cast<long long>(piv_lane[j]) * Ainv.ld] = r[j];
+    if (grp.lane == 0) info[grp.b] = zero == 1024u ? 0 : static_cast<int>(zero);
+  }
+}
+
+// ---- solves ---------------------------------------------------------------------------------
+// Forward and back substitution with rows at places pos (src_lane[k]: the lane holding place k);
+// y: this lane's entry of one right-hand side, at place pos.
+template <class T, int N>
+__device__ __forceinline__ T substitute(const group<T, N>& grp, const T (&r)[N], int pos,
+                                        const int (&src_lane)[N], T y) {
+  constexpr int P = group<T, N>::P;
+#pragma unroll
+  for (int k = 0; k < N; ++k) {  // L y = P b, unit diagonal
+    const T yk = __shfl_sync(grp.mask, y, src_lane[k], P);
+    if (pos > k) y = fma(-r[k], yk, y);
+  }
+#pragma unroll
+  for (int k = N - 1; k >= 0; --k) {  // U x = y
+    if (pos == k) y = y / r[k];
+    const T xk = __shfl_sync(grp.mask, y, src_lane[k], P);
+    if (pos < k) y = fma(-r[k], xk, y);
+  }
+  return y;
+}
+
+template <class T, int N>
+__global__ void __launch_bounds__(threads_per_block)
+    getrs_kernel(int nrhs, gpu_batch<T> LU, const int* __restrict__ ipiv, gpu_batch<T> B, long long count) {
+  __shared__ shared_rows<T, N> s;
+  const group<T, N> grp;
+  if (grp.b >= count) return;
+  const T* lu = matrix_of(LU, grp.b);
+  T r[N] = {};
+  if (grp.active) {
+#pragma unroll
+    for (int j = 0; j < N; ++j) r[j] = lu[grp.lane + static_cast<long long>(j) * LU.ld];
+    s.piv[grp.g][grp.lane] = ipiv[grp.b * N + grp.lane];
+  }
+  __syncwarp(grp.mask);
+  // Where this lane's row of B goes under the swaps ipiv: its place pos. Lanes keep their rows of
+  // LU (already at their places), so place k is held by lane k; the entry of B that ends at place
+  // lane comes from the lane whose pos is lane.
+  int pos = grp.lane;
+#pragma unroll
+  for (int k = 0; k < N; ++k) {
+    const int p = s.piv[grp.g][k] - 1;
+    if (pos == k) pos = p; else if (pos == p) pos = k;
+  }
+  int src_lane[N];
+#pragma unroll
+  for (int k = 0; k < N; ++k) src_lane[k] = k;
+  T* b = matrix_of(B, grp.b);
+  for (int c = 0; c < nrhs; ++c) {
+    T* col = b + static_cast<long long>(c) * B.ld;
+    T x = grp.active ? col[grp.lane] : T(0);
+    // Place the entry: row lane of B lands at place pos, held by lane pos.
+    T* stage = s.row[grp.g][c & 1];
+    if (grp.active) stage[pos] = x;
+    __syncwarp(grp.mask);
+    T y = grp.active ? stage[grp.lane] : T(0);
+    y = substitute(grp, r, grp.lane, src_lane, y);
+    if (grp.active) col[grp.lane] = y;
+  }
+}
+
+template <class T, int N>
+__global__ void __launch_bounds__(threads_per_block)
+    gesv_kernel(int nrhs, gpu_batch<T> A, int* __restrict__ ipiv, gpu_batch<T> B, int* __restrict__ info,
+                long long count) {
+  __shared__ shared_rows<T, N> s;
+  const group<T, N> grp;
+  if (grp.b >= count) return;
+  T* a = matrix_of(A, grp.b);
+  T r[N] = {};
+  if (grp.active) {
+#pragma unroll
+    for (int j = 0; j < N; ++j) r[j] = a[grp.lane + static_cast<long long>(j) * A.ld];
+  }
+  int pos = grp.lane, inf = 0;
+  int piv_lane[N];
+  lu_in_registers<T, N, true>(grp, s, r, pos, inf, piv_lane);
+  if (grp.active) {
+#pragma unroll
+    for (int j = 0; j < N; ++j) a[pos + static_cast<long long>(j) * A.ld] = r[j];
+    ipiv[grp.b * N + grp.lane] = s.piv[grp.g][grp.lane];
+    if (grp.lane == 0) info[grp.b] = inf;
+  }
+  if (inf != 0) return;  // LAPACK's GESV leaves B alone for a singular A (inf is the group's)
+  T* b = matrix_of(B, grp.b);
+  for (int c = 0; c < nrhs; ++c) {
+    T* col = b + static_cast<long long>(c) * B.ld;
+    // Lane i holds row i of B, which is (PB)'s entry at place pos: the rows never move.
+    T y = grp.active ? col[grp.lane] : T(0);
+    y = substitute(grp, r, pos, piv_lane, y);
+    if (grp.active) col[pos] = y;
+  }
+}
+
+// ---- host side: checks, then a launch through a table over n ----------------------------------
+template <class T, int N>
+unsigned blocks_for(long long count) {
+  constexpr int per_block = group<T, N>::per_block;
+  return static_cast<unsigned>((count + per_block - 1) / per_block);
+}
+
+inline void check_common(const char* fn, int n, long long count, cudaStream_t) {
+  check::require_ge(fn, "n", n, "1", 1);
+  check::require_le(fn, "n", n, "gpu_batched_max_n", gpu_batched_max_n);
+  check::require_ge(fn, "count", count, "0", 0);
+}
+
+template <class T>
+void check_batch(const char* fn, const char* name, const char* ld_name, const gpu_batch<T>& m, int rows,
+                 int cols, long long count) {
+  if (count == 0) return;
+  check::require_ge(fn, ld_name, m.ld, "n", rows);
+  if (!m.ptrs) {
+    check::require_ptr(fn, name, m.data);
+    if (count > 1)
+      check::require_ge(fn, "stride", m.stride, "ld * columns",
+                        static_cast<long long>(m.ld) * cols);
+  }
+}
+
+// Calls f(std::integral_constant<int, n>) for the run-time n in 1..32: one instantiation each.
+template <int N = 1, class F>
+void dispatch(int n, F&& f) {
+  if constexpr (N <= gpu_batched_max_n) {
+    if (n == N) {
+      f(std::integral_constant<int, N>{});
+    } else {
+      dispatch<N + 1>(n, f);
+    }
+  }
+}
+
+}  // namespace tessera::kernels::batched_detail
+
+namespace tessera::kernels {
+
+// The public entry points, defined here and instantiated one operation and precision per .cu.
+template <class T>
+void gpu_batched_getrf(int n, gpu_batch<T> a, int* ipiv, int* info, long long count, cudaStream_t stream) {
+  using namespace batched_detail;
+  constexpr const char* fn = "tessera::kernels::gpu_batched_getrf";
+  check_common(fn, n, count, stream);
+  if (count == 0) return;
+  check_batch(fn, "a", "lda", a, n, n, count);
+  check::require_ptr(fn, "ipiv", ipiv);
+  check::require_ptr(fn, "info", info);
+  dispatch(n, [&](auto nc) {
+    constexpr int N = decltype(nc)::value;
+    getrf_kernel<T, N><<<blocks_for<T, N>(count), threads_per_block, 0, stream>>>(a, ipiv, info, count);
+  });
+  detail::check(fn, "getrf_kernel launch", cudaGetLastError());
+}
+
+template <class T>
+void gpu_batched_inverse(int n, gpu_batch<T> a, gpu_batch<T> ainv, int* info, long long count,
+                         cudaStream_t stream) {
+  using namespace batched_detail;
+  constexpr const char* fn = "tessera::kernels::gpu_batched_inverse";
+  check_common(fn, n, count, stream);
+  if (count == 0) return;
+  check_batch(fn, "a", "lda", a, n, n, count);
+  check_batch(fn, "ainv", "ldainv", ainv, n, n, count);
+  check::require_ptr(fn, "info", info);
+  dispatch(n, [&](auto nc) {
+    constexpr int N = decltype(nc)::value;
+    inverse_kernel<T, N><<<blocks_for<T, N>(count), threads_per_block, 0, stream>>>(a, ainv, info, count);
+  });
+  detail::check(fn, "inverse_kernel launch", cudaGetLastError());
+}
+
+template <class T>
+void gpu_batched_getrs(int n, int nrhs, gpu_batch<T> lu, const int* ipiv, gpu_batch<T> b, long long count,
+                       cudaStream_t stream) {
+  using namespace batched_detail;
+  constexpr const char* fn = "tessera::kernels::gpu_batched_getrs";
+  check_common(fn, n, count, stream);
+  check::require_ge(fn, "nrhs", nrhs, "0", 0);
+  if (count == 0 || nrhs == 0) return;
+  check_batch(fn, "lu", "lda", lu, n, n, count);
+  check_batch(fn, "b", "ldb", b, n, nrhs, count);
+  check::require_ptr(fn, "ipiv", ipiv);
+  dispatch(n, [&](auto nc) {
+    constexpr int N = decltype(nc)::value;
+    getrs_kernel<T, N><<<blocks_for<T, N>(count), threads_per_block, 0, stream>>>(nrhs, lu, ipiv, b, count);
+  });
+  detail::check(fn, "getrs_kernel launch", cudaGetLastError());
+}
+
+template <class T>
+void gpu_batched_gesv(int n, int nrhs, gpu_batch<T> a, int* ipiv, gpu_batch<T> b, int* info, long long count,
+                      cudaStream_t stream) {
+  using namespace batched_detail;
+  constexpr const char* fn = "tessera::kernels::gpu_batched_gesv";
+  check_common(fn, n, count, stream);
+  check::require_ge(fn, "nrhs", nrhs, "0", 0);
+  if (count == 0) return;
+  check_batch(fn, "a", "lda", a, n, n, count);
+  if (nrhs > 0) check_batch(fn, "b", "ldb", b, n, nrhs, count);
+  check::require_ptr(fn, "ipiv", ipiv);
+  check::require_ptr(fn, "info", info);
+  dispatch(n, [&](auto nc) {
+    constexpr int N = decltype(nc)::value;
+    gesv_kernel<T, N><<<blocks_for<T, N>(count), threads_per_block, 0, stream>>>(nrhs, a, ipiv, b, info, count);
+  });
+  detail::check(fn, "gesv_kernel launch", cudaGetLastError());
+}
+
+}  // namespace tessera::kernels

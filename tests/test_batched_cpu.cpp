@@ -1,0 +1,103 @@
+// tessera::batched on the CPUs (LAPACK per matrix, spread over the runtime's workers): every order
+// 1..32, both precisions and layouts, singular and non-finite matrices, counts 0 and 1, and the
+// argument checks. The same cases run on the GPU in test_gpu_batched.cpp.
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+
+#include "batched_cases.hpp"
+
+namespace tb = tessera::testing::batched;
+namespace bt = tessera::batched;
+using tessera::testing::invalid_message;
+
+namespace {
+tb::place cpu_place() {
+  tb::place p;
+  p.where = bt::memory::host;
+  p.opts.on = bt::target::cpu;
+  p.opts.threads = 2;
+  p.name = "cpu";
+  return p;
+}
+}  // namespace
+
+TEST_CASE_TEMPLATE("batched LU, inverse and solve on the CPUs: every n, both layouts", T, float, double) {
+  const tb::place p = cpu_place();
+  for (int n = 1; n <= bt::max_n; ++n)
+    for (tb::layout lay : {tb::layout::strided, tb::layout::pointers}) {
+      tb::lu_case<T>(p, lay, n, 37, true);
+      tb::inverse_case<T>(p, lay, n, 21, lay == tb::layout::pointers);
+      tb::solve_case<T>(p, lay, n, 1 + n % 3, 13, true);
+    }
+}
+
+TEST_CASE_TEMPLATE("batched on the CPUs: singular matrices get LAPACK's info, the batch goes on", T, float, double) {
+  const tb::place p = cpu_place();
+  for (int n : {1, 2, 3, 8, 17, 32}) tb::singular_case<T>(p, n);
+}
+
+TEST_CASE_TEMPLATE("batched on the CPUs: NaN and Inf finish and stay in their matrix", T, float, double) {
+  const tb::place p = cpu_place();
+  for (int n : {1, 4, 13, 32}) tb::non_finite_case<T>(p, n);
+}
+
+TEST_CASE("batched on the CPUs: counts 0 and 1, and a batch split over many tasks") {
+  const tb::place p = cpu_place();
+  tb::lu_case<double>(p, tb::layout::strided, 5, 0, true);
+  tb::lu_case<double>(p, tb::layout::pointers, 5, 1, true);
+  tb::inverse_case<float>(p, tb::layout::strided, 9, 1, false);
+  tb::lu_case<double>(p, tb::layout::strided, 4, 3001, true);  // > 64 per task, several tasks
+}
+
+TEST_CASE("batched: bad arguments name the argument") {
+  std::vector<double> a(64 * 64), b(64);
+  std::vector<int> ipiv(64), info(2);
+  const bt::options cpu{.on = bt::target::cpu};
+  CHECK(invalid_message([&] { bt::lu(bt::strided(a.data(), 40, 1), ipiv.data(), info.data(), cpu); }) ==
+        "tessera::batched::lu: n = 40: must be <= 32");
+  CHECK(invalid_message([&] { bt::lu(bt::strided(a.data(), 0, 1), ipiv.data(), info.data(), cpu); }) ==
+        "tessera::batched::lu: n = 0: must be >= 1");
+  CHECK(invalid_message([&] { bt::lu(bt::strided(a.data(), 4, -1), ipiv.data(), info.data(), cpu); }) ==
+        "tessera::batched::lu: count = -1: must be >= 0");
+  CHECK(invalid_message([&] {
+          bt::lu(bt::strided(a.data(), 4, 4, 3, 16, 2), ipiv.data(), info.data(), cpu);
+        }) == "tessera::batched::lu: a.ld = 3: must be >= n (= 4)");
+  CHECK(invalid_message([&] {
+          bt::lu(bt::strided(a.data(), 4, 4, 4, 15, 2), ipiv.data(), info.data(), cpu);
+        }) == "tessera::batched::lu: a.stride = 15: must be >= ld * columns (= 16)");
+  CHECK(invalid_message([&] { bt::lu(bt::strided(a.data(), 4, 3, 4, 16, 2), ipiv.data(), info.data(), cpu); }) ==
+        "tessera::batched::lu: a.cols = 3: must be == n (= 4)");
+  CHECK(invalid_message([&] { bt::lu(bt::strided<double>(nullptr, 4, 2), ipiv.data(), info.data(), cpu); }) ==
+        "tessera::batched::lu: a.data is null");
+  CHECK(invalid_message([&] { bt::lu(bt::strided(a.data(), 4, 2), nullptr, info.data(), cpu); }) ==
+        "tessera::batched::lu: ipiv is null");
+  CHECK(invalid_message([&] { bt::inverse(bt::strided(a.data(), 4, 2), bt::strided(b.data(), 4, 1), info.data(), cpu); }) ==
+        "tessera::batched::inverse: ainv.count = 1: must be == a.count (= 2)");
+  CHECK(invalid_message([&] {
+          bt::gesv(bt::strided(a.data(), 4, 2), ipiv.data(), bt::strided(b.data(), 3, 1, 3, 3, 2), info.data(), cpu);
+        }) == "tessera::batched::gesv: b.rows = 3: must be == n (= 4)");
+  CHECK(invalid_message([&] {
+          bt::lu(bt::strided(a.data(), 4, 2, bt::memory::device), ipiv.data(), info.data(), cpu);
+        }) == "tessera::batched::lu: the batch is in device memory: it cannot run on the CPUs (target cpu)");
+  CHECK(invalid_message([&] {
+          bt::lu(bt::strided(a.data(), 4, 2), ipiv.data(), info.data(), {.on = bt::target::cpu, .depth = 1});
+        }) == "tessera::batched::lu: options.depth = 1: must be >= 2");
+  if (!bt::gpu_available()) {
+    CHECK(invalid_message([&] {
+            bt::lu(bt::strided(a.data(), 4, 2), ipiv.data(), info.data(), {.on = bt::target::gpu});
+          }) == "tessera::batched::lu: target gpu: no CUDA device (or a build without CUDA)");
+  }
+}
+
+TEST_CASE("batched on the CPUs: a caller's runtime is used and stays usable") {
+  tessera::runtime rt({.workers = 2});
+  tb::place p = cpu_place();
+  p.opts.rt = &rt;
+  tb::lu_case<double>(p, tb::layout::strided, 6, 500, true);
+  const auto before = rt.tasks_completed();
+  tb::inverse_case<float>(p, tb::layout::pointers, 12, 300, false);
+  CHECK(rt.tasks_completed() > before);  // the ranges ran as tasks on this runtime
+  rt.task([] {}).submit();
+  rt.wait_all();
+}

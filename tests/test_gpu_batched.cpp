@@ -1,0 +1,150 @@
+// tessera::batched on the GPU: the register-resident kernels on device-resident batches (every
+// order 1..32, both precisions and layouts, counts that leave the last block partly idle), the
+// streamed path for host-resident batches (small chunks forced by a memory cap, equal bit for bit
+// to the device-resident run), singular and non-finite matrices, and out-of-memory. The same cases
+// as test_batched_cpu.cpp; pivots and info are compared with LAPACK's on each matrix.
+#include <doctest/doctest.h>
+
+#include <cuda_runtime.h>
+
+#include "batched_cases.hpp"
+#include "gpu_test_util.hpp"
+
+#include "tessera/kernels_gpu/gpu_batched.hpp"
+#include "tessera/sched/memory.hpp"
+
+namespace tb = tessera::testing::batched;
+namespace bt = tessera::batched;
+using tessera::testing::gpu::cuda_ok;
+
+namespace {
+
+tb::place device_place() {
+  tb::place p;
+  p.where = bt::memory::device;
+  p.name = "gpu, device-resident";
+  p.alloc = [](std::size_t bytes) {
+    void* q = nullptr;
+    cuda_ok(cudaMalloc(&q, std::max<std::size_t>(bytes, 1)));
+    return q;
+  };
+  p.release = [](void* q) { cudaFree(q); };
+  p.upload = [](void* d, const void* s, std::size_t b) { cuda_ok(cudaMemcpy(d, s, b, cudaMemcpyHostToDevice)); };
+  p.download = [](void* d, const void* s, std::size_t b) { cuda_ok(cudaMemcpy(d, s, b, cudaMemcpyDeviceToHost)); };
+  return p;
+}
+
+// Host-resident, streamed through the GPU with a cap that allows `per_chunk` matrices a chunk.
+tb::place streamed_place(int n, int nrhs, std::size_t es, long long per_chunk) {
+  tb::place p;
+  p.where = bt::memory::host;
+  p.opts.on = bt::target::gpu;
+  p.opts.depth = 3;
+  p.opts.threads = 4;
+  // The library gives each of a chunk's (at most 4) sections up to 256 bytes of alignment.
+  p.opts.device_memory_cap = 3 * (std::size_t(per_chunk) * bt::staging_bytes_per_matrix(n, nrhs, es) + 1024);
+  p.name = "gpu, streamed";
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("batched on the GPU, device-resident: every n, both layouts, against LAPACK", T, float, double) {
+  const tb::place p = device_place();
+  for (int n = 1; n <= bt::max_n; ++n) {
+    // Not a multiple of the matrices a block takes, so the last block is partly idle.
+    const long long count = 2LL * tessera::kernels::gpu_batched_per_block(n) + 3;
+    for (tb::layout lay : {tb::layout::strided, tb::layout::pointers}) {
+      tb::lu_case<T>(p, lay, n, count, false);
+      tb::inverse_case<T>(p, lay, n, count, lay == tb::layout::pointers);
+      tb::solve_case<T>(p, lay, n, 1 + n % 3, count, false);
+    }
+  }
+}
+
+TEST_CASE_TEMPLATE("batched on the GPU: singular matrices get LAPACK's info, the batch goes on", T, float, double) {
+  const tb::place p = device_place();
+  for (int n = 1; n <= bt::max_n; ++n) tb::singular_case<T>(p, n);
+}
+
+TEST_CASE_TEMPLATE("batched on the GPU: NaN and Inf finish and stay in their matrix", T, float, double) {
+  const tb::place p = device_place();
+  for (int n : {1, 2, 4, 13, 16, 31, 32}) tb::non_finite_case<T>(p, n);
+}
+
+TEST_CASE("batched on the GPU: counts 0 and 1") {
+  const tb::place p = device_place();
+  for (int n : {1, 7, 32}) {
+    tb::lu_case<double>(p, tb::layout::strided, n, 0, true);
+    tb::lu_case<double>(p, tb::layout::pointers, n, 1, true);
+    tb::inverse_case<float>(p, tb::layout::strided, n, 1, false);
+    tb::solve_case<double>(p, tb::layout::strided, n, 2, 1, true);
+  }
+}
+
+TEST_CASE_TEMPLATE("batched on the GPU, host-resident: streamed in chunks, each operation and layout", T, float, double) {
+  for (int n : {1, 5, 8, 16, 23, 32})
+    for (tb::layout lay : {tb::layout::strided, tb::layout::pointers}) {
+      const tb::place p = streamed_place(n, 2, sizeof(T), 7);
+      tb::lu_case<T>(p, lay, n, 100, false);
+      tb::inverse_case<T>(p, lay, n, 100, lay == tb::layout::strided);
+      tb::solve_case<T>(p, lay, n, 2, 100, false);
+    }
+  for (int n : {3, 32}) tb::singular_case<T>(streamed_place(n, 2, sizeof(T), 5), n);
+}
+
+TEST_CASE_TEMPLATE("batched on the GPU: a chunked batch equals the in-memory one bit for bit", T, float, double) {
+  for (int n : {4, 17, 32}) {
+    CAPTURE(n);
+    const long long count = 1000;
+    const auto a0 = tb::random_batch<T>(n, n, count, 9000u + std::uint64_t(n));
+    // In device memory, one launch over the whole batch.
+    const tb::place dp = device_place();
+    tb::placed<T> da(dp, n, n, count, tb::layout::strided), dx(dp, n, n, count, tb::layout::strided);
+    da.put(a0);
+    tb::ints dpiv(dp, std::size_t(count * n)), dinfo(dp, std::size_t(count)), dinfo2(dp, std::size_t(count));
+    bt::inverse(da.batch(), dx.batch(), dinfo2.data(), dp.opts);
+    bt::lu(da.batch(), dpiv.data(), dinfo.data(), dp.opts);
+    // Host-resident, through the GPU in chunks of 13 matrices.
+    const tb::place hp = streamed_place(n, 0, sizeof(T), 13);
+    tb::placed<T> ha(hp, n, n, count, tb::layout::strided), hx(hp, n, n, count, tb::layout::strided);
+    ha.put(a0);
+    tb::ints hpiv(hp, std::size_t(count * n)), hinfo(hp, std::size_t(count)), hinfo2(hp, std::size_t(count));
+    const bt::report ri = bt::inverse(ha.batch(), hx.batch(), hinfo2.data(), hp.opts);
+    const bt::report rl = bt::lu(ha.batch(), hpiv.data(), hinfo.data(), hp.opts);
+    CHECK(rl.chunks >= count / 13);
+    CHECK(ri.chunks >= count / 13);
+    CHECK(rl.matrices_per_chunk <= 13);
+    CHECK(rl.h2d_bytes >= std::size_t(count) * n * n * sizeof(T));
+    CHECK(ha.get() == da.get());
+    CHECK(hx.get() == dx.get());
+    CHECK(hpiv.get() == dpiv.get());
+    CHECK(hinfo.get() == dinfo.get());
+    CHECK(hinfo2.get() == dinfo2.get());
+  }
+}
+
+TEST_CASE("batched on the GPU: a memory cap too small for one matrix a chunk is refused before allocating") {
+  std::vector<double> a(32 * 32 * 4);
+  std::vector<int> ipiv(32 * 4), info(4);
+  bt::options o;
+  o.on = bt::target::gpu;
+  o.device_memory_cap = 1000;
+  CHECK_THROWS_AS(bt::lu(bt::strided(a.data(), 32, 4), ipiv.data(), info.data(), o), tessera::out_of_memory);
+  // The same batch with room for it runs.
+  o.device_memory_cap = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = double((i * 7919) % 17) - 8 + (i % 33 == 0 ? 40 : 0);
+  CHECK_NOTHROW(bt::lu(bt::strided(a.data(), 32, 4), ipiv.data(), info.data(), o));
+}
+
+TEST_CASE("batched GPU kernels: bad arguments name the argument") {
+  using tessera::testing::invalid_message;
+  tessera::kernels::gpu_batch<double> a{nullptr, 0, nullptr, 4};
+  int* p = nullptr;
+  CHECK(invalid_message([&] { tessera::kernels::gpu_batched_getrf(33, a, p, p, 1, nullptr); }) ==
+        "tessera::kernels::gpu_batched_getrf: n = 33: must be <= gpu_batched_max_n (= 32)");
+  CHECK(invalid_message([&] { tessera::kernels::gpu_batched_getrf(4, a, p, p, 1, nullptr); }) ==
+        "tessera::kernels::gpu_batched_getrf: a is null");
+  CHECK(invalid_message([&] { tessera::kernels::gpu_batched_inverse(4, a, a, p, -1, nullptr); }) ==
+        "tessera::kernels::gpu_batched_inverse: count = -1: must be >= 0");
+}
