@@ -84,6 +84,7 @@ if [ "${TESSERA_SKIP_SANITIZERS:-0}" != 1 ]; then
     esac
     # test_qr_tool runs the tool: build it too.
     [ "$kind" = asan ] && [ -e tests/test_qr_tool.cpp ] && targets+=(tessera_qr_tool)
+    [ "$kind" = asan ] && [ -e tests/test_qr_update_tool.cpp ] && targets+=(tessera_qr_update)
     [ "$kind" = asan ] && [ -e tests/test_batched_tool.cpp ] && targets+=(tessera_batched_tool)
     if stage "configure-$kind" cmake -S . -B "build-$kind" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
          -DTESSERA_SANITIZE=$sanitize -DTESSERA_CUDA=OFF -DTESSERA_BUILD_BENCH=OFF \

@@ -18,3 +18,4 @@
 #include "tessera/qr/tile_matrix.hpp"
 #include "tessera/qr/ungqr.hpp"
 #include "tessera/qr/unmqr.hpp"
+#include "tessera/qr/update.hpp"

@@ -1,0 +1,22 @@
+#pragma once
+// The GPU forms of the Givens sweeps of QR updating (tessera/kernels_cpu/givens.hpp has the plan,
+// the conventions and the CPU forms): the sweeps of a strip as a wavefront, and the blocks of
+// rotations that R, Q^T b and Q are then updated with by GEMMs. Enqueued on `stream`.
+#include <cuda_runtime.h>
+
+#include <tessera/kernels_cpu/givens.hpp>
+#include <tessera/kernels_gpu/common.hpp>
+
+namespace tessera::kernels {
+
+// givens_generate on the GPU: one thread block; at step t every sweep j whose shifted index
+// u = umax_all - t + j is in range makes its rotation (their rows are two apart, so disjoint),
+// then all of them are applied to the later columns. umax_all + p steps, two barriers each.
+template <class T>
+void gpu_givens_generate(const givens_plan& plan, T* X, int ldx, T* cs, cudaStream_t stream);
+
+// givens_blocks on the GPU: one thread block per block of rotations, one thread per column.
+template <class T>
+void gpu_givens_blocks(const givens_plan& plan, const T* cs, T* S, cudaStream_t stream);
+
+}  // namespace tessera::kernels

@@ -1,0 +1,49 @@
+// Small fills of device matrices for QR updating (tessera/kernels_gpu/gpu_fill.hpp).
+#include <tessera/kernels_gpu/gpu_fill.hpp>
+
+#include "check.hpp"
+
+namespace tessera::kernels {
+namespace {
+
+template <class T>
+__global__ void triu_copy_kernel(int nb, int below, const T* P, int ldp, T* R, int ldr) {
+  const int c = static_cast<int>(blockIdx.x);
+  for (int r = static_cast<int>(threadIdx.x); r < nb + below; r += static_cast<int>(blockDim.x))
+    R[r + static_cast<std::size_t>(c) * ldr] =
+        (r <= c) ? P[r + static_cast<std::size_t>(c) * ldp] : T(0);
+}
+
+template <class T>
+__global__ void identity_kernel(int p, T* A, int lda) {
+  const int c = static_cast<int>(blockIdx.x);
+  for (int r = static_cast<int>(threadIdx.x); r < p; r += static_cast<int>(blockDim.x))
+    A[r + static_cast<std::size_t>(c) * lda] = (r == c) ? T(1) : T(0);
+}
+
+}  // namespace
+
+template <class T>
+void gpu_identity(int p, T* A, int lda, cudaStream_t stream) {
+  if (p <= 0) return;
+  detail::require_ge("gpu_identity", "lda", lda, "p", p);
+  identity_kernel<T><<<static_cast<unsigned>(p), 128, 0, stream>>>(p, A, lda);
+  detail::check("gpu_identity", "identity_kernel launch", cudaGetLastError());
+}
+
+template <class T>
+void gpu_triu_copy(int nb, int below, const T* P, int ldp, T* R, int ldr, cudaStream_t stream) {
+  constexpr const char* kernel = "gpu_triu_copy";
+  if (nb <= 0) return;
+  detail::require_ge(kernel, "ldp", ldp, "nb", nb);
+  detail::require_ge(kernel, "ldr", ldr, "nb + below", nb + below);
+  triu_copy_kernel<T><<<static_cast<unsigned>(nb), 128, 0, stream>>>(nb, below, P, ldp, R, ldr);
+  detail::check(kernel, "triu_copy_kernel launch", cudaGetLastError());
+}
+
+template void gpu_identity<float>(int, float*, int, cudaStream_t);
+template void gpu_identity<double>(int, double*, int, cudaStream_t);
+template void gpu_triu_copy<float>(int, int, const float*, int, float*, int, cudaStream_t);
+template void gpu_triu_copy<double>(int, int, const double*, int, double*, int, cudaStream_t);
+
+}  // namespace tessera::kernels

@@ -1,0 +1,392 @@
+// tessera::qr::updatable (tessera/qr/update.hpp): argument checks, construction, solve and the
+// copies; the updates themselves are qr/src/update_*.cpp, on either backend.
+#include "tessera/qr/update.hpp"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <variant>
+#include <vector>
+
+#if TESSERA_QR_CUDA
+#include <cuda_runtime.h>
+#endif
+
+#include "tessera/kernels_cpu/check.hpp"
+#include "tessera/sched/memory.hpp"
+#include "tessera/qr/gpu.hpp"
+#include "update_state.hpp"
+
+namespace tessera::qr {
+
+const char* name(q_mode q) noexcept {
+  switch (q) {
+    case q_mode::none: return "none";
+    case q_mode::thin: return "thin";
+    case q_mode::full: return "full";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr const char* who = "tessera::qr::updatable";
+
+template <class T>
+void require_host(const char* fn, const char* arg, matrix_ref<const T> a) {
+  if (a.where != memory::host)
+    check::invalid(fn, std::string(arg) + " must be in host memory");
+}
+
+template <class T>
+void require_shape(const char* fn, const char* arg, matrix_ref<const T> a, int rows, int cols,
+                   bool device_ok = false) {
+  const std::string r = std::string(arg) + ".rows", c = std::string(arg) + ".cols";
+  check::require_eq(fn, r.c_str(), a.m, nullptr, rows);
+  check::require_eq(fn, c.c_str(), a.n, nullptr, cols);
+  if (rows > 0 && cols > 0) {
+    check::require_ptr(fn, arg, a.data);
+    const std::string l = std::string(arg) + ".ld";
+    check::require_ge(fn, l.c_str(), a.ld, "rows", rows);
+    if (device_ok && a.where == memory::device) return;  // factors from a GPU factorization
+    require_host(fn, arg, a);
+    check::require_finite(fn, arg, rows, cols, a.data, a.ld);
+  }
+}
+
+}  // namespace
+
+template <class T>
+struct updatable<T>::impl {
+  std::variant<detail::update_state<detail::host_backend, T>
+#if TESSERA_QR_CUDA
+               ,
+               detail::update_state<detail::gpu_backend, T>
+#endif
+               >
+      st;
+  target on = target::cpu;
+
+  template <class F>
+  decltype(auto) visit(F&& f) {
+    return std::visit(std::forward<F>(f), st);
+  }
+  template <class F>
+  decltype(auto) visit(F&& f) const {
+    return std::visit(std::forward<F>(f), const_cast<impl*>(this)->st);
+  }
+  int n() const { return visit([](auto& s) { return s.n; }); }
+  int m() const { return visit([](auto& s) { return s.m; }); }
+  int nrhs() const { return visit([](auto& s) { return s.nrhs; }); }
+  q_mode mode() const { return visit([](auto& s) { return s.mode; }); }
+};
+
+template <class T>
+updatable<T>::updatable(std::unique_ptr<impl> s) noexcept : _s(std::move(s)) {}
+template <class T>
+updatable<T>::updatable(updatable&&) noexcept = default;
+template <class T>
+updatable<T>& updatable<T>::operator=(updatable&&) noexcept = default;
+template <class T>
+updatable<T>::~updatable() = default;
+
+template <class T>
+updatable<T> updatable<T>::from_factors(matrix_ref<const T> q, matrix_ref<const T> r,
+                                        matrix_ref<const T> qtb, int rows,
+                                        const update_options& o) {
+  constexpr const char* fn = "tessera::qr::updatable::from_factors";
+  target on = o.on;
+  if (on == target::automatic) on = gpu_available() ? target::gpu : target::cpu;
+  if (on != target::cpu && on != target::gpu) check::invalid(fn, "options.on must be cpu or gpu");
+#if !TESSERA_QR_CUDA
+  if (on == target::gpu) check::invalid(fn, "options.on = gpu: this build has no CUDA");
+#else
+  if (on == target::gpu && !gpu_available()) check::invalid(fn, "options.on = gpu: no CUDA device");
+#endif
+  const int m = r.n;
+  check::require_ge(fn, "r.cols", m, "1", 1);
+  const int n = o.q == q_mode::none ? rows : q.m;
+  check::require_ge(fn, "rows", n, "r.cols", m);
+  const bool dev_ok = on == target::gpu;
+  require_shape(fn, "r", r, m, m, dev_ok);
+  const int qc = o.q == q_mode::full ? n : o.q == q_mode::thin ? m : 0;
+  if (o.q != q_mode::none) require_shape(fn, "q", q, n, qc, dev_ok);
+  const int drows = o.q == q_mode::full ? n : m;
+  const int nrhs = qtb.n;
+  check::require_ge(fn, "qtb.cols", nrhs, "0", 0);
+  if (nrhs > 0) require_shape(fn, "qtb", qtb, o.q == q_mode::full ? n : qtb.m, nrhs, dev_ok);
+  if (nrhs > 0 && o.q != q_mode::full) check::require_ge(fn, "qtb.rows", qtb.m, "r.cols", m);
+  check::require_ge(fn, "options.nb", o.nb, "0", 0);
+
+  auto s = std::make_unique<impl>();
+  s->on = on;
+  auto init = [&](auto& st) {
+    auto& be = st.be;
+    st.mode = o.q;
+    st.n = n;
+    st.m = m;
+    st.nrhs = nrhs;
+    st.nb = o.nb > 0 ? o.nb : 64;
+    if (qc > 0) {
+      be.ensure(st.q, std::size_t(n) * qc);
+      st.ldq = n;
+      be.upload(detail::lane_q, n, qc, q.data, q.ld, st.q.data(), n);
+    }
+    const int rr = st.rrows();
+    be.ensure(st.r, std::size_t(rr) * m);
+    st.ldr = rr;
+    be.zero(detail::lane_r, rr, m, st.r.data(), rr);
+    be.upload(detail::lane_r, m, m, r.data, r.ld, st.r.data(), rr);
+    be.triu_copy(detail::lane_r, m, rr - m, st.r.data(), rr, st.r.data(), rr);
+    if (nrhs > 0) {
+      be.ensure(st.d, std::size_t(drows) * nrhs);
+      st.ldd = drows;
+      be.upload(detail::lane_r, drows, nrhs, qtb.data, qtb.ld, st.d.data(), drows);
+    }
+    be.sync();
+  };
+  if (on == target::cpu) {
+    s->st.template emplace<0>();
+    init(std::get<0>(s->st));
+  }
+#if TESSERA_QR_CUDA
+  else {
+    s->st.template emplace<1>();
+    init(std::get<1>(s->st));
+  }
+#endif
+  return updatable(std::move(s));
+}
+
+template <class T>
+updatable<T> updatable<T>::from_matrix(matrix_ref<const T> a, matrix_ref<const T> b,
+                                       const update_options& o) {
+  constexpr const char* fn = "tessera::qr::updatable::from_matrix";
+  const int n = a.m, m = a.n;
+  check::require_ge(fn, "a.cols", m, "1", 1);
+  check::require_ge(fn, "a.rows", n, "a.cols", m);
+  require_shape(fn, "a", a, n, m);
+  const int nrhs = b.n;
+  check::require_ge(fn, "b.cols", nrhs, "0", 0);
+  if (nrhs > 0) require_shape(fn, "b", b, n, nrhs);
+  const int qc = o.q == q_mode::full ? n : o.q == q_mode::thin ? m : 0;
+  [[maybe_unused]] const bool on_gpu = o.on == target::gpu || (o.on == target::automatic && gpu_available());
+#if TESSERA_QR_CUDA
+  // Small problems are factored on the CPUs (a GPU factorization's set-up costs more there).
+  if (on_gpu && gpu_available() && double(n) * m >= double(1 << 20)) {
+    // Factor where the factors will live: A copied to the device, the blocked GPU QR there, Q
+    // formed and Q^T B applied there, and the updatable made from those device matrices.
+    struct dmem {
+      T* p = nullptr;
+      explicit dmem(std::size_t elems) {
+        if (cudaMalloc(&p, sizeof(T) * std::max<std::size_t>(elems, 1)) != cudaSuccess) {
+          cudaGetLastError();
+          throw tessera::out_of_memory(std::string(fn) + ": " + std::to_string(sizeof(T) * elems) +
+                                       " bytes of device memory needed");
+        }
+      }
+      ~dmem() { cudaFree(p); }
+      dmem(const dmem&) = delete;
+      dmem& operator=(const dmem&) = delete;
+    };
+    dmem da(std::size_t(n) * m), dq(std::size_t(n) * std::max(qc, 1)), dr(std::size_t(m) * m),
+        dd(std::size_t(n) * std::max(nrhs, 1));
+    copy<T>(a, device(da.p, n, m, n));
+    options fo;
+    fo.on = target::gpu;
+    auto f = factorize(device(da.p, n, m, n), fo);
+    f.copy_r(device(dr.p, m, m, m));
+    if (qc > 0) f.form_q(o.q == q_mode::full ? q_shape::full : q_shape::thin, device(dq.p, n, qc, n));
+    if (nrhs > 0) {
+      copy<T>(b, device(dd.p, n, nrhs, n));
+      f.apply_q(trans::trans, device(dd.p, n, nrhs, n));
+    }
+    update_options go = o;
+    go.on = target::gpu;
+    return from_factors(device<const T>(dq.p, n, qc, n), device<const T>(dr.p, m, m, m),
+                        device<const T>(dd.p, n, nrhs, n), n, go);
+  }
+#endif
+  // The QR front door on a copy (its blocked form overwrites A), then Q, R and Q^T B from it.
+  std::vector<T> ac(std::size_t(n) * m);
+  for (int j = 0; j < m; ++j)
+    std::copy(a.data + std::size_t(j) * a.ld, a.data + std::size_t(j) * a.ld + n,
+              ac.data() + std::size_t(j) * n);
+  options fo;
+  fo.on = target::cpu;
+  auto f = factorize(host(ac.data(), n, m, n), fo);
+  std::vector<T> r(std::size_t(m) * m), q, d;
+  f.copy_r(host(r.data(), m, m, m));
+  if (qc > 0) {
+    q.resize(std::size_t(n) * qc);
+    f.form_q(o.q == q_mode::full ? q_shape::full : q_shape::thin, host(q.data(), n, qc, n));
+  }
+  if (nrhs > 0) {
+    d.resize(std::size_t(n) * nrhs);
+    for (int j = 0; j < nrhs; ++j)
+      std::copy(b.data + std::size_t(j) * b.ld, b.data + std::size_t(j) * b.ld + n,
+                d.data() + std::size_t(j) * n);
+    f.apply_q(trans::trans, host(d.data(), n, nrhs, n));
+  }
+  return from_factors(host<const T>(q.data(), n, qc, n), host<const T>(r.data(), m, m, m),
+                      host<const T>(d.data(), n, nrhs, n), n, o);
+}
+
+template <class T>
+int updatable<T>::rows() const noexcept { return _s->n(); }
+template <class T>
+int updatable<T>::cols() const noexcept { return _s->m(); }
+template <class T>
+int updatable<T>::nrhs() const noexcept { return _s->nrhs(); }
+template <class T>
+q_mode updatable<T>::mode() const noexcept { return _s->mode(); }
+template <class T>
+target updatable<T>::where() const noexcept { return _s->on; }
+
+namespace {
+void require_full(const char* fn, q_mode q) {
+  if (q != q_mode::full)
+    check::invalid(fn, std::string("needs the full Q (q_mode::full); this factorization keeps ") +
+                           name(q) + " Q");
+}
+}  // namespace
+
+template <class T>
+void updatable<T>::delete_columns(int k, int p) {
+  constexpr const char* fn = "tessera::qr::updatable::delete_columns";
+  const int m = cols();
+  check::require_ge(fn, "k", k, "0", 0);
+  check::require_ge(fn, "p", p, "1", 1);
+  check::require_le(fn, "p", p, "cols - 1", m - 1);
+  check::require_le(fn, "k + p", static_cast<long long>(k) + p, "cols", m);
+  _s->visit([&](auto& st) { detail::delete_columns(st, k, p); });
+}
+
+template <class T>
+void updatable<T>::insert_columns(int k, matrix_ref<const T> u) {
+  constexpr const char* fn = "tessera::qr::updatable::insert_columns";
+  require_full(fn, mode());
+  const int n = rows(), m = cols(), p = u.n;
+  check::require_ge(fn, "k", k, "0", 0);
+  check::require_le(fn, "k", k, "cols", m);
+  check::require_ge(fn, "u.cols", p, "1", 1);
+  check::require_le(fn, "u.cols", p, "rows - cols", n - m);
+  require_shape(fn, "u", u, n, p);
+  _s->visit([&](auto& st) { detail::insert_columns(st, k, u.data, u.ld, p); });
+}
+
+template <class T>
+void updatable<T>::insert_rows(int k, matrix_ref<const T> u, matrix_ref<const T> bu) {
+  constexpr const char* fn = "tessera::qr::updatable::insert_rows";
+  const int n = rows(), m = cols(), p = u.m, nr = nrhs();
+  check::require_ge(fn, "k", k, "0", 0);
+  check::require_le(fn, "k", k, "rows", n);
+  check::require_ge(fn, "u.rows", p, "1", 1);
+  require_shape(fn, "u", u, p, m);
+  if (nr > 0) require_shape(fn, "bu", bu, p, nr);
+  _s->visit([&](auto& st) { detail::insert_rows(st, k, u.data, u.ld, p, bu.data, bu.ld); });
+}
+
+template <class T>
+void updatable<T>::delete_rows(int k, int p) {
+  constexpr const char* fn = "tessera::qr::updatable::delete_rows";
+  require_full(fn, mode());
+  const int n = rows(), m = cols();
+  check::require_ge(fn, "k", k, "0", 0);
+  check::require_ge(fn, "p", p, "1", 1);
+  check::require_le(fn, "p", p, "rows - cols", n - m);
+  check::require_le(fn, "k + p", static_cast<long long>(k) + p, "rows", n);
+  _s->visit([&](auto& st) { detail::delete_rows(st, k, p); });
+}
+
+template <class T>
+void updatable<T>::rank_update(matrix_ref<const T> u, matrix_ref<const T> v) {
+  constexpr const char* fn = "tessera::qr::updatable::rank_update";
+  require_full(fn, mode());
+  const int n = rows(), m = cols(), r = u.n;
+  check::require_ge(fn, "u.cols", r, "1", 1);
+  check::require_le(fn, "u.cols", r, "cols", m);
+  require_shape(fn, "u", u, n, r);
+  require_shape(fn, "v", v, m, r);
+  _s->visit([&](auto& st) { detail::rank_update(st, u.data, u.ld, v.data, v.ld, r); });
+}
+
+template <class T>
+void updatable<T>::solve(matrix_ref<T> x) const {
+  constexpr const char* fn = "tessera::qr::updatable::solve";
+  const int m = cols(), nr = nrhs();
+  check::require_ge(fn, "nrhs", nr, "1 (made without right-hand sides)", 1);
+  check::require_eq(fn, "x.rows", x.m, "cols", m);
+  check::require_eq(fn, "x.cols", x.n, "nrhs", nr);
+  check::require_ptr(fn, "x", x.data);
+  check::require_ge(fn, "x.ld", x.ld, "cols", m);
+  require_host<T>(fn, "x", x);
+  _s->visit([&](auto& st) {
+    auto& be = st.be;
+    be.ensure(st.work_r, std::size_t(m) * nr);
+    be.copy(detail::lane_r, m, nr, st.D(0, 0), st.ldd, st.work_r.data(), m);
+    be.trsm(detail::lane_r, 'L', 'U', 'N', 'N', m, nr, T(1), st.R(0, 0), st.ldr, st.work_r.data(), m);
+    be.download(detail::lane_r, m, nr, st.work_r.data(), m, x.data, x.ld);
+    be.sync();
+  });
+  if (check::find_non_finite(m, nr, x.data, x.ld).first >= 0)
+    throw std::runtime_error(std::string(fn) +
+                             ": the solution is not finite: R is singular (A is rank deficient)");
+}
+
+template <class T>
+void updatable<T>::copy_r(matrix_ref<T> r) const {
+  constexpr const char* fn = "tessera::qr::updatable::copy_r";
+  const int m = cols();
+  check::require_eq(fn, "r.rows", r.m, "cols", m);
+  check::require_eq(fn, "r.cols", r.n, "cols", m);
+  check::require_ptr(fn, "r", r.data);
+  check::require_ge(fn, "r.ld", r.ld, "cols", m);
+  require_host<T>(fn, "r", r);
+  _s->visit([&](auto& st) {
+    st.be.sync();
+    st.be.download(detail::lane_r, m, m, st.R(0, 0), st.ldr, r.data, r.ld);
+  });
+}
+
+template <class T>
+void updatable<T>::copy_q(matrix_ref<T> q) const {
+  constexpr const char* fn = "tessera::qr::updatable::copy_q";
+  if (mode() == q_mode::none) check::invalid(fn, "this factorization keeps no Q (q_mode::none)");
+  const int n = rows(), qc = mode() == q_mode::full ? n : cols();
+  check::require_eq(fn, "q.rows", q.m, "rows", n);
+  check::require_eq(fn, "q.cols", q.n, mode() == q_mode::full ? "rows" : "cols", qc);
+  check::require_ptr(fn, "q", q.data);
+  check::require_ge(fn, "q.ld", q.ld, "rows", n);
+  require_host<T>(fn, "q", q);
+  _s->visit([&](auto& st) {
+    st.be.sync();
+    st.be.download(detail::lane_q, n, qc, st.Q(0, 0), st.ldq, q.data, q.ld);
+  });
+}
+
+template <class T>
+void updatable<T>::copy_qtb(matrix_ref<T> qtb) const {
+  constexpr const char* fn = "tessera::qr::updatable::copy_qtb";
+  const int dr = mode() == q_mode::full ? rows() : cols(), nr = nrhs();
+  check::require_eq(fn, "qtb.rows", qtb.m, mode() == q_mode::full ? "rows" : "cols", dr);
+  check::require_eq(fn, "qtb.cols", qtb.n, "nrhs", nr);
+  if (nr == 0) return;
+  check::require_ptr(fn, "qtb", qtb.data);
+  check::require_ge(fn, "qtb.ld", qtb.ld, "qtb.rows", dr);
+  require_host<T>(fn, "qtb", qtb);
+  _s->visit([&](auto& st) {
+    st.be.sync();
+    st.be.download(detail::lane_r, dr, nr, st.D(0, 0), st.ldd, qtb.data, qtb.ld);
+  });
+}
+
+template <class T>
+void updatable<T>::wait() const {
+  _s->visit([](auto& st) { st.be.sync(); });
+}
+
+template class updatable<float>;
+template class updatable<double>;
+
+}  // namespace tessera::qr

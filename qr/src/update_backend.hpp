@@ -1,0 +1,220 @@
+#pragma once
+// The two places a QR update runs (tessera/qr/update.hpp): host_backend (LAPACK/BLAS on all
+// cores, host memory) and gpu_backend (cuBLAS and Tessera's kernels, device memory). The update
+// algorithms (qr/src/update_*.cpp) are written once against this interface and instantiated for
+// both. Every operation names a lane: lane 0 carries R and Q^T B, lane 1 carries Q; on the GPU
+// each lane is a CUDA stream with its own cuBLAS handle, so Q (the biggest matrix) is updated
+// while R's next panel is factored; dep(from, to) orders lane `to` after what `from` has
+// enqueued so far. On the CPUs the lanes are one sequence and BLAS is threaded.
+#include <algorithm>
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "tessera/kernels_cpu/blas.hpp"
+#include "tessera/kernels_cpu/check.hpp"
+#include "tessera/kernels_cpu/givens.hpp"
+
+namespace tessera::qr::detail {
+
+inline constexpr int lane_r = 0, lane_q = 1;
+
+struct host_backend {
+  template <class T>
+  struct buffer {
+    std::vector<T> v;
+    T* data() noexcept { return v.data(); }
+    const T* data() const noexcept { return v.data(); }
+    std::size_t size() const noexcept { return v.size(); }
+  };
+  static constexpr bool on_gpu = false;
+
+  // Makes b hold at least n elements; its contents are lost when it grows.
+  template <class T>
+  void ensure(buffer<T>& b, std::size_t n) {
+    if (b.v.size() < n) b.v.assign(n, T(0));
+  }
+  template <class T>
+  void swap(buffer<T>& a, buffer<T>& b) noexcept { a.v.swap(b.v); }
+
+  template <class T>
+  void gemm(int, char ta, char tb, int m, int n, int k, T alpha, const T* A, int lda, const T* B,
+            int ldb, T beta, T* C, int ldc) {
+    if (m <= 0 || n <= 0) return;
+    if (k <= 0) {  // BLAS would scale C by beta; do the same
+      for (int j = 0; j < n; ++j)
+        for (int i = 0; i < m; ++i) C[i + std::size_t(j) * ldc] *= beta;
+      return;
+    }
+    blas::gemm(ta == 'T' ? CblasTrans : CblasNoTrans, tb == 'T' ? CblasTrans : CblasNoTrans, m, n,
+               k, alpha, A, lda, B, ldb, beta, C, ldc);
+  }
+  template <class T>
+  void trmm(int, char side, char uplo, char ta, char diag, int m, int n, T alpha, const T* A,
+            int lda, T* B, int ldb) {
+    if (m <= 0 || n <= 0) return;
+    blas::trmm(side == 'L' ? CblasLeft : CblasRight, uplo == 'U' ? CblasUpper : CblasLower,
+               ta == 'T' ? CblasTrans : CblasNoTrans, diag == 'U' ? CblasUnit : CblasNonUnit, m, n,
+               alpha, A, lda, B, ldb);
+  }
+  template <class T>
+  void trsm(int, char side, char uplo, char ta, char diag, int m, int n, T alpha, const T* A,
+            int lda, T* B, int ldb) {
+    if (m <= 0 || n <= 0) return;
+    blas::trsm(side == 'L' ? CblasLeft : CblasRight, uplo == 'U' ? CblasUpper : CblasLower,
+               ta == 'T' ? CblasTrans : CblasNoTrans, diag == 'U' ? CblasUnit : CblasNonUnit, m, n,
+               alpha, A, lda, B, ldb);
+  }
+  // B := A (m x n), the two not overlapping.
+  template <class T>
+  void copy(int, int m, int n, const T* A, int lda, T* B, int ldb) {
+    for (int j = 0; j < n; ++j)
+      std::copy(A + std::size_t(j) * lda, A + std::size_t(j) * lda + m, B + std::size_t(j) * ldb);
+  }
+  // B (n x m) := A^T (A m x n).
+  template <class T>
+  void transpose(int, int m, int n, const T* A, int lda, T* B, int ldb) {
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < m; ++i) B[j + std::size_t(i) * ldb] = A[i + std::size_t(j) * lda];
+  }
+  // B -= A.
+  template <class T>
+  void sub(int, int m, int n, const T* A, int lda, T* B, int ldb) {
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < m; ++i) B[i + std::size_t(j) * ldb] -= A[i + std::size_t(j) * lda];
+  }
+  template <class T>
+  void zero(int, int m, int n, T* A, int lda) {
+    for (int j = 0; j < n; ++j) std::fill(A + std::size_t(j) * lda, A + std::size_t(j) * lda + m, T(0));
+  }
+  // A (p x p) := I.
+  template <class T>
+  void identity(int lane, int p, T* A, int lda) {
+    zero(lane, p, p, A, lda);
+    for (int i = 0; i < p; ++i) A[i + std::size_t(i) * lda] = T(1);
+  }
+  // R(0:nb+below, 0:nb) := [triu(P(0:nb, 0:nb)); 0] (P == R allowed).
+  template <class T>
+  void triu_copy(int, int nb, int below, const T* P, int ldp, T* R, int ldr) {
+    for (int c = 0; c < nb; ++c)
+      for (int r = 0; r < nb + below; ++r)
+        R[r + std::size_t(c) * ldr] = r <= c ? P[r + std::size_t(c) * ldp] : T(0);
+  }
+  template <class T>
+  std::size_t panel_work_size(int, int n) const {
+    return std::size_t(n) * std::size_t(n) + 1;
+  }
+  // Householder QR of the panel A (m x n, m >= n) in LAPACK GEQRT form, T (n x n, ldt).
+  template <class T>
+  void panel_qr(int, int m, int n, T* A, int lda, T* Tm, int ldt, T* work, std::size_t) {
+    check::lapack_info("tessera::qr::updatable", "GEQRT", blas::geqrt(m, n, n, A, lda, Tm, ldt, work));
+  }
+  template <class T>
+  void givens_generate(int, const kernels::givens_plan& plan, T* X, int ldx, T* cs) {
+    kernels::givens_generate(plan, X, ldx, cs);
+  }
+  template <class T>
+  void givens_blocks(int, const kernels::givens_plan& plan, const T* cs, T* S) {
+    kernels::givens_blocks(plan, cs, S);
+  }
+  void dep(int, int) {}
+  void sync() {}
+  // Between host memory (h, ldh) and the backend's (d, ldd).
+  template <class T>
+  void upload(int lane, int m, int n, const T* h, int ldh, T* d, int ldd) {
+    copy(lane, m, n, h, ldh, d, ldd);
+  }
+  template <class T>
+  void download(int lane, int m, int n, const T* d, int ldd, T* h, int ldh) {
+    copy(lane, m, n, d, ldd, h, ldh);
+  }
+};
+
+#if TESSERA_QR_CUDA
+struct gpu_resources;  // streams, handles, the event (update_backend_gpu.cpp)
+
+struct gpu_backend {
+  template <class T>
+  struct buffer {
+    T* p = nullptr;
+    std::size_t n = 0;
+    buffer() = default;
+    buffer(const buffer&) = delete;
+    buffer& operator=(const buffer&) = delete;
+    buffer(buffer&& o) noexcept : p(o.p), n(o.n) { o.p = nullptr, o.n = 0; }
+    buffer& operator=(buffer&& o) noexcept {
+      std::swap(p, o.p);
+      std::swap(n, o.n);
+      return *this;
+    }
+    ~buffer() { release(p); }
+    T* data() noexcept { return p; }
+    const T* data() const noexcept { return p; }
+    std::size_t size() const noexcept { return n; }
+  };
+  static constexpr bool on_gpu = true;
+
+  gpu_backend();
+  gpu_backend(gpu_backend&&) noexcept;
+  ~gpu_backend();
+
+  static void release(void* p) noexcept;
+  static void* acquire(std::size_t bytes);
+  template <class T>
+  void ensure(buffer<T>& b, std::size_t n) {
+    if (b.n >= n) return;
+    sync();  // the old buffer may still be in use by enqueued work
+    release(b.p);
+    b.p = nullptr;
+    b.n = 0;
+    b.p = static_cast<T*>(acquire(n * sizeof(T)));
+    b.n = n;
+  }
+  template <class T>
+  void swap(buffer<T>& a, buffer<T>& b) noexcept {
+    std::swap(a.p, b.p);
+    std::swap(a.n, b.n);
+  }
+
+  template <class T>
+  void gemm(int lane, char ta, char tb, int m, int n, int k, T alpha, const T* A, int lda,
+            const T* B, int ldb, T beta, T* C, int ldc);
+  template <class T>
+  void trmm(int lane, char side, char uplo, char ta, char diag, int m, int n, T alpha, const T* A,
+            int lda, T* B, int ldb);
+  template <class T>
+  void trsm(int lane, char side, char uplo, char ta, char diag, int m, int n, T alpha, const T* A,
+            int lda, T* B, int ldb);
+  template <class T>
+  void copy(int lane, int m, int n, const T* A, int lda, T* B, int ldb);
+  template <class T>
+  void transpose(int lane, int m, int n, const T* A, int lda, T* B, int ldb);
+  template <class T>
+  void sub(int lane, int m, int n, const T* A, int lda, T* B, int ldb);
+  template <class T>
+  void zero(int lane, int m, int n, T* A, int lda);
+  template <class T>
+  void identity(int lane, int p, T* A, int lda);
+  template <class T>
+  void triu_copy(int lane, int nb, int below, const T* P, int ldp, T* R, int ldr);
+  template <class T>
+  std::size_t panel_work_size(int m, int n) const;
+  template <class T>
+  void panel_qr(int lane, int m, int n, T* A, int lda, T* Tm, int ldt, T* work, std::size_t lwork);
+  template <class T>
+  void givens_generate(int lane, const kernels::givens_plan& plan, T* X, int ldx, T* cs);
+  template <class T>
+  void givens_blocks(int lane, const kernels::givens_plan& plan, const T* cs, T* S);
+  void dep(int from, int to);
+  void sync();
+  template <class T>
+  void upload(int lane, int m, int n, const T* h, int ldh, T* d, int ldd);
+  template <class T>
+  void download(int lane, int m, int n, const T* d, int ldd, T* h, int ldh);
+
+ private:
+  std::unique_ptr<gpu_resources> _r;
+};
+#endif
+
+}  // namespace tessera::qr::detail

@@ -1,0 +1,289 @@
+// gpu_backend (qr/src/update_backend.hpp): the QR updates' operations on cuBLAS and Tessera's GPU
+// kernels, on two streams (lane 0: R and Q^T B; lane 1: Q).
+#if TESSERA_QR_CUDA
+#include <cuda_runtime.h>
+
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+
+#include "tessera/kernels_gpu/cublas.hpp"
+#include "tessera/kernels_gpu/gpu_fill.hpp"
+#include "tessera/kernels_gpu/gpu_geqrt.hpp"
+#include "tessera/kernels_gpu/gpu_givens.hpp"
+#include "tessera/sched/memory.hpp"
+#include "update_backend.hpp"
+
+namespace tessera::qr::detail {
+
+namespace {
+constexpr const char* who = "tessera::qr::updatable (GPU)";
+
+void ok(cudaError_t e, const char* what) {
+  if (e != cudaSuccess)
+    throw std::runtime_error(std::string(who) + ": " + what + ": " + cudaGetErrorString(e));
+}
+void ok(cublasStatus_t s, const char* what) { tessera::cublas::check(who, what, s); }
+
+cublasOperation_t op(char t) { return t == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N; }
+}  // namespace
+
+struct gpu_resources {
+  cudaStream_t s[2] = {nullptr, nullptr};
+  cublasHandle_t h[2] = {nullptr, nullptr};
+  cudaEvent_t ev = nullptr;
+  gpu_resources() {
+    for (int i = 0; i < 2; ++i) {
+      ok(cudaStreamCreateWithFlags(&s[i], cudaStreamNonBlocking), "cudaStreamCreate");
+      ok(cublasCreate(&h[i]), "cublasCreate");
+      ok(cublasSetStream(h[i], s[i]), "cublasSetStream");
+    }
+    ok(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreate");
+  }
+  ~gpu_resources() {
+    for (int i = 0; i < 2; ++i) {
+      if (s[i]) cudaStreamSynchronize(s[i]);
+      if (h[i]) cublasDestroy(h[i]);
+      if (s[i]) cudaStreamDestroy(s[i]);
+    }
+    if (ev) cudaEventDestroy(ev);
+  }
+};
+
+gpu_backend::gpu_backend() : _r(std::make_unique<gpu_resources>()) {}
+gpu_backend::gpu_backend(gpu_backend&&) noexcept = default;
+gpu_backend::~gpu_backend() = default;
+
+// Workspace blocks freed by one factorization are kept for the next (up to 512 MiB a block, 4 GiB
+// in all): an update that finds its workspace cached allocates nothing, so a sequence of
+// updates, or many factorizations one after another, does not pay cudaMalloc/cudaFree (each a
+// device-wide synchronisation) every time. Blocks go back only once their streams are done
+// (update_state's destructor and ensure() synchronise first).
+namespace {
+struct block_pool {
+  std::mutex mu;
+  std::multimap<std::size_t, void*> free;   // size -> block
+  std::unordered_map<void*, std::size_t> size_of;
+  std::size_t cached = 0;
+  static constexpr std::size_t max_block = std::size_t(512) << 20, max_total = std::size_t(4) << 30;
+};
+block_pool& pool() {
+  static auto* p = new block_pool;  // never destroyed: buffers may be released at exit
+  return *p;
+}
+void drop_cached(block_pool& bp) {
+  for (auto& [sz, ptr] : bp.free) {
+    cudaFree(ptr);
+    bp.size_of.erase(ptr);
+  }
+  bp.free.clear();
+  bp.cached = 0;
+}
+}  // namespace
+
+void gpu_backend::release(void* p) noexcept {
+  if (!p) return;
+  auto& bp = pool();
+  std::lock_guard lock(bp.mu);
+  const auto it = bp.size_of.find(p);
+  const std::size_t sz = it == bp.size_of.end() ? 0 : it->second;
+  if (sz > 0 && sz <= block_pool::max_block && bp.cached + sz <= block_pool::max_total) {
+    bp.free.emplace(sz, p);
+    bp.cached += sz;
+    return;
+  }
+  if (it != bp.size_of.end()) bp.size_of.erase(it);
+  cudaFree(p);
+}
+void* gpu_backend::acquire(std::size_t bytes) {
+  void* p = nullptr;
+  bytes = (std::max<std::size_t>(bytes, 1) + 255) / 256 * 256;
+  auto& bp = pool();
+  std::lock_guard lock(bp.mu);
+  // A cached block of at least the size and at most twice it.
+  if (auto it = bp.free.lower_bound(bytes); it != bp.free.end() && it->first <= 2 * bytes) {
+    p = it->second;
+    bp.cached -= it->first;
+    bp.free.erase(it);
+    return p;
+  }
+  cudaError_t e = cudaMalloc(&p, bytes);
+  if (e != cudaSuccess && bp.cached > 0) {  // the cache's blocks back to the device, then again
+    cudaGetLastError();
+    drop_cached(bp);
+    e = cudaMalloc(&p, bytes);
+  }
+  if (e == cudaSuccess) {
+    bp.size_of[p] = bytes;
+    return p;
+  }
+  {
+    cudaGetLastError();
+    std::size_t free_b = 0, total_b = 0;
+    cudaMemGetInfo(&free_b, &total_b);
+    throw tessera::out_of_memory(std::string(who) + ": " + std::to_string(bytes) +
+                                 " bytes of device memory needed, " + std::to_string(free_b) +
+                                 " free");
+  }
+  return p;
+}
+
+template <class T>
+void gpu_backend::gemm(int lane, char ta, char tb, int m, int n, int k, T alpha, const T* A,
+                       int lda, const T* B, int ldb, T beta, T* C, int ldc) {
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0) {  // cuBLAS with k = 0 scales C by beta, as BLAS does
+    ok(tessera::cublas::geam(_r->h[lane], CUBLAS_OP_N, CUBLAS_OP_N, m, n, beta, C, ldc, T(0), C,
+                             ldc, C, ldc),
+       "geam");
+    return;
+  }
+  ok(tessera::cublas::gemm(_r->h[lane], op(ta), op(tb), m, n, k, alpha, A, lda, B, ldb, beta, C,
+                           ldc),
+     "gemm");
+}
+
+template <class T>
+void gpu_backend::trmm(int lane, char side, char uplo, char ta, char diag, int m, int n, T alpha,
+                       const T* A, int lda, T* B, int ldb) {
+  if (m <= 0 || n <= 0) return;
+  ok(tessera::cublas::trmm(_r->h[lane], side == 'L' ? CUBLAS_SIDE_LEFT : CUBLAS_SIDE_RIGHT,
+                           uplo == 'U' ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER, op(ta),
+                           diag == 'U' ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT, m, n, alpha, A,
+                           lda, B, ldb, B, ldb),
+     "trmm");
+}
+
+template <class T>
+void gpu_backend::trsm(int lane, char side, char uplo, char ta, char diag, int m, int n, T alpha,
+                       const T* A, int lda, T* B, int ldb) {
+  if (m <= 0 || n <= 0) return;
+  ok(tessera::cublas::trsm(_r->h[lane], side == 'L' ? CUBLAS_SIDE_LEFT : CUBLAS_SIDE_RIGHT,
+                           uplo == 'U' ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER, op(ta),
+                           diag == 'U' ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT, m, n, alpha, A,
+                           lda, B, ldb),
+     "trsm");
+}
+
+template <class T>
+void gpu_backend::copy(int lane, int m, int n, const T* A, int lda, T* B, int ldb) {
+  if (m <= 0 || n <= 0) return;
+  ok(cudaMemcpy2DAsync(B, std::size_t(ldb) * sizeof(T), A, std::size_t(lda) * sizeof(T),
+                       std::size_t(m) * sizeof(T), std::size_t(n), cudaMemcpyDeviceToDevice,
+                       _r->s[lane]),
+     "cudaMemcpy2DAsync");
+}
+
+template <class T>
+void gpu_backend::transpose(int lane, int m, int n, const T* A, int lda, T* B, int ldb) {
+  if (m <= 0 || n <= 0) return;
+  ok(tessera::cublas::geam(_r->h[lane], CUBLAS_OP_T, CUBLAS_OP_N, n, m, T(1), A, lda, T(0), B, ldb,
+                           B, ldb),
+     "geam (transpose)");
+}
+
+template <class T>
+void gpu_backend::sub(int lane, int m, int n, const T* A, int lda, T* B, int ldb) {
+  if (m <= 0 || n <= 0) return;
+  ok(tessera::cublas::geam(_r->h[lane], CUBLAS_OP_N, CUBLAS_OP_N, m, n, T(1), B, ldb, T(-1), A,
+                           lda, B, ldb),
+     "geam (subtract)");
+}
+
+template <class T>
+void gpu_backend::zero(int lane, int m, int n, T* A, int lda) {
+  if (m <= 0 || n <= 0) return;
+  ok(cudaMemset2DAsync(A, std::size_t(lda) * sizeof(T), 0, std::size_t(m) * sizeof(T),
+                       std::size_t(n), _r->s[lane]),
+     "cudaMemset2DAsync");
+}
+
+template <class T>
+void gpu_backend::identity(int lane, int p, T* A, int lda) {
+  kernels::gpu_identity(p, A, lda, _r->s[lane]);
+}
+
+template <class T>
+void gpu_backend::triu_copy(int lane, int nb, int below, const T* P, int ldp, T* R, int ldr) {
+  kernels::gpu_triu_copy(nb, below, P, ldp, R, ldr, _r->s[lane]);
+}
+
+template <class T>
+std::size_t gpu_backend::panel_work_size(int m, int n) const {
+  return kernels::gpu_geqrt_workspace_size(m, n, std::min(n, kernels::gpu_geqrt_max_ib));
+}
+
+template <class T>
+void gpu_backend::panel_qr(int lane, int m, int n, T* A, int lda, T* Tm, int ldt, T* work,
+                           std::size_t lwork) {
+  kernels::gpu_geqrt(m, n, std::min(n, kernels::gpu_geqrt_max_ib), A, lda, Tm, ldt, work, lwork,
+                     _r->h[lane]);
+}
+
+template <class T>
+void gpu_backend::givens_generate(int lane, const kernels::givens_plan& plan, T* X, int ldx, T* cs) {
+  kernels::gpu_givens_generate(plan, X, ldx, cs, _r->s[lane]);
+}
+
+template <class T>
+void gpu_backend::givens_blocks(int lane, const kernels::givens_plan& plan, const T* cs, T* S) {
+  kernels::gpu_givens_blocks(plan, cs, S, _r->s[lane]);
+}
+
+void gpu_backend::dep(int from, int to) {
+  ok(cudaEventRecord(_r->ev, _r->s[from]), "cudaEventRecord");
+  ok(cudaStreamWaitEvent(_r->s[to], _r->ev, 0), "cudaStreamWaitEvent");
+}
+
+void gpu_backend::sync() {
+  for (auto s : _r->s) ok(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+}
+
+template <class T>
+void gpu_backend::upload(int lane, int m, int n, const T* h, int ldh, T* d, int ldd) {
+  if (m <= 0 || n <= 0) return;
+  ok(cudaMemcpy2DAsync(d, std::size_t(ldd) * sizeof(T), h, std::size_t(ldh) * sizeof(T),
+                       std::size_t(m) * sizeof(T), std::size_t(n), cudaMemcpyDefault,
+                       _r->s[lane]),
+     "cudaMemcpy2DAsync (upload)");
+  // Pageable host memory may be reused by the caller once we return.
+  ok(cudaStreamSynchronize(_r->s[lane]), "cudaStreamSynchronize");
+}
+
+template <class T>
+void gpu_backend::download(int lane, int m, int n, const T* d, int ldd, T* h, int ldh) {
+  if (m <= 0 || n <= 0) return;
+  ok(cudaMemcpy2DAsync(h, std::size_t(ldh) * sizeof(T), d, std::size_t(ldd) * sizeof(T),
+                       std::size_t(m) * sizeof(T), std::size_t(n), cudaMemcpyDefault,
+                       _r->s[lane]),
+     "cudaMemcpy2DAsync (download)");
+  ok(cudaStreamSynchronize(_r->s[lane]), "cudaStreamSynchronize");
+}
+
+#define TESSERA_GPU_BACKEND(T)                                                                     \
+  template void gpu_backend::gemm<T>(int, char, char, int, int, int, T, const T*, int, const T*,  \
+                                     int, T, T*, int);                                             \
+  template void gpu_backend::trmm<T>(int, char, char, char, char, int, int, T, const T*, int, T*, \
+                                     int);                                                         \
+  template void gpu_backend::trsm<T>(int, char, char, char, char, int, int, T, const T*, int, T*, \
+                                     int);                                                         \
+  template void gpu_backend::copy<T>(int, int, int, const T*, int, T*, int);                      \
+  template void gpu_backend::transpose<T>(int, int, int, const T*, int, T*, int);                 \
+  template void gpu_backend::sub<T>(int, int, int, const T*, int, T*, int);                       \
+  template void gpu_backend::zero<T>(int, int, int, T*, int);                                     \
+  template void gpu_backend::identity<T>(int, int, T*, int);                                      \
+  template void gpu_backend::triu_copy<T>(int, int, int, const T*, int, T*, int);                 \
+  template std::size_t gpu_backend::panel_work_size<T>(int, int) const;                           \
+  template void gpu_backend::panel_qr<T>(int, int, int, T*, int, T*, int, T*, std::size_t);       \
+  template void gpu_backend::givens_generate<T>(int, const kernels::givens_plan&, T*, int, T*);   \
+  template void gpu_backend::givens_blocks<T>(int, const kernels::givens_plan&, const T*, T*);    \
+  template void gpu_backend::upload<T>(int, int, int, const T*, int, T*, int);                    \
+  template void gpu_backend::download<T>(int, int, int, const T*, int, T*, int);
+TESSERA_GPU_BACKEND(float)
+TESSERA_GPU_BACKEND(double)
+#undef TESSERA_GPU_BACKEND
+
+}  // namespace tessera::qr::detail
+#endif

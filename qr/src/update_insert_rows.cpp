@@ -1,0 +1,92 @@
+// Inserting p rows U at k (tessera/qr/update.hpp): [R; U] is brought back to triangular form by
+// Householder panels whose vectors are [I; 0; v] (the seed's structure, LAPACK TPQRT with l = 0):
+// each panel touches nb rows of R and the p new rows only. Q (full or thin) gets the new rows at
+// k and p new columns of the identity at its end, which the panels then mix in; in Q-less mode
+// the position k does not matter (a row permutation of A leaves R as it is).
+#include "update_state.hpp"
+
+namespace tessera::qr::detail {
+
+template <class B, class T>
+void insert_rows(update_state<B, T>& st, int k, const T* u, int ldu, int p, const T* bu, int ldbu) {
+  auto& be = st.be;
+  const int n = st.n, m = st.m, nb = st.nb, n2 = n + p;
+  st.begin();
+  // The new rows on the device (or a host copy), p x m; their right-hand sides p x nrhs.
+  be.ensure(st.in_u, std::size_t(p) * m);
+  be.upload(lane_r, p, m, u, ldu, st.in_u.data(), p);
+  const bool full = st.mode == q_mode::full;
+  // Q' = [Q(0:k) 0; 0 I; Q(k:n) 0]: the extra columns at qc (n for full Q, cols for thin).
+  const int qc = st.qcols();
+  if (qc > 0) {
+    be.ensure(st.spare_q, std::size_t(n2) * (qc + p));
+    T* q2 = st.spare_q.data();
+    be.zero(lane_q, n2, qc + p, q2, n2);
+    be.copy(lane_q, k, qc, st.Q(0, 0), st.ldq, q2, n2);
+    be.copy(lane_q, n - k, qc, st.Q(k, 0), st.ldq, q2 + k + p, n2);
+    be.identity(lane_q, p, q2 + k + std::size_t(qc) * n2, n2);
+    be.swap(st.q, st.spare_q);
+    st.ldq = n2;
+  }
+  // D' = [D; BU]: the new right-hand sides below D (full: D's own rows; else a separate block).
+  T* dnew = nullptr;
+  int lddnew = 1;
+  if (st.nrhs > 0) {
+    if (full) {
+      be.ensure(st.spare_d, std::size_t(n2) * st.nrhs);
+      be.copy(lane_r, n, st.nrhs, st.D(0, 0), st.ldd, st.spare_d.data(), n2);
+      be.upload(lane_r, p, st.nrhs, bu, ldbu, st.spare_d.data() + n, n2);
+      be.swap(st.d, st.spare_d);
+      st.ldd = n2;
+      dnew = st.D(n, 0);
+      lddnew = n2;
+    } else {
+      be.ensure(st.in_b, std::size_t(p) * st.nrhs);
+      be.upload(lane_r, p, st.nrhs, bu, ldbu, st.in_b.data(), p);
+      dnew = st.in_b.data();
+      lddnew = p;
+    }
+  }
+  if (full) {  // R keeps rows x cols with zeros below: rows grow
+    be.ensure(st.spare_r, std::size_t(n2) * m);
+    be.zero(lane_r, n2, m, st.spare_r.data(), n2);
+    be.copy(lane_r, m, m, st.R(0, 0), st.ldr, st.spare_r.data(), n2);
+    be.swap(st.r, st.spare_r);
+    st.ldr = n2;
+  }
+  st.n = n2;
+  const int npanels = (m + nb - 1) / nb, ldp = nb + p;
+  be.ensure(st.panels, std::size_t(npanels) * ldp * nb);
+  be.ensure(st.tmats, std::size_t(npanels) * nb * nb);
+  be.ensure(st.pwork, be.template panel_work_size<T>(ldp, nb));
+  be.ensure(st.work_r, std::size_t(nb) * std::max({m, st.nrhs, 1}));
+  if (qc > 0) be.ensure(st.work_q, std::size_t(nb) * n2);
+  T* U = st.in_u.data();
+  for (int t = 0; t < npanels; ++t) {
+    const int j0 = t * nb, jb = std::min(nb, m - j0);
+    T* P = st.panels.data() + std::size_t(t) * ldp * nb;
+    T* Tm = st.tmats.data() + std::size_t(t) * nb * nb;
+    be.copy(lane_r, jb, jb, st.R(j0, j0), st.ldr, P, ldp);
+    be.copy(lane_r, p, jb, U + std::size_t(j0) * p, p, P + jb, ldp);
+    be.panel_qr(lane_r, jb + p, jb, P, ldp, Tm, nb, st.pwork.data(), st.pwork.size());
+    be.triu_copy(lane_r, jb, 0, P, ldp, st.R(j0, j0), st.ldr);
+    apply_left(be, lane_r, jb, p, m - j0 - jb, P, ldp, Tm, nb, st.R(j0, j0 + jb), st.ldr,
+               U + std::size_t(j0 + jb) * p, p, st.work_r.data());
+    if (st.nrhs > 0)
+      apply_left(be, lane_r, jb, p, st.nrhs, P, ldp, Tm, nb, st.D(j0, 0), st.ldd, dnew, lddnew,
+                 st.work_r.data());
+    if (qc > 0) {
+      be.dep(lane_r, lane_q);
+      apply_right(be, lane_q, n2, jb, p, P, ldp, Tm, nb, st.Q(0, j0), st.ldq, st.Q(0, qc), st.ldq,
+                  st.work_q.data());
+    }
+  }
+  // Thin Q: the p extra columns were only needed during the update; Q' keeps cols columns.
+  st.end();
+}
+
+#define TESSERA_INST(B, T) \
+  template void insert_rows<B, T>(update_state<B, T>&, int, const T*, int, int, const T*, int);
+TESSERA_UPDATE_INSTANTIATE(TESSERA_INST)
+
+}  // namespace tessera::qr::detail

@@ -1,0 +1,47 @@
+// A := A + U V^T (tessera/qr/update.hpp), qrupdate's qr1up in blocks. W = Q^T U: a blocked
+// Householder QR compresses its rows below cols (R is zero there), r Givens sweeps bring the
+// rest to an r x r triangle in rows 0..r (each sweep adds a subdiagonal to R), then
+// R(0:r, :) += W(0:r, :) V^T and the band of r subdiagonals is made triangular again by
+// (nb + r) x nb Householder panels, as for deleting columns. Needs the full Q.
+#include "update_state.hpp"
+
+namespace tessera::qr::detail {
+
+template <class B, class T>
+void rank_update(update_state<B, T>& st, const T* u, int ldu, const T* v, int ldv, int r) {
+  auto& be = st.be;
+  const int n = st.n, m = st.m, pp = std::min(r, n - m), L = m + pp;
+  st.begin();
+  be.ensure(st.in_u, std::size_t(n) * r);
+  be.upload(lane_r, n, r, u, ldu, st.in_u.data(), n);
+  be.ensure(st.in_v, std::size_t(m) * r);
+  be.upload(lane_r, m, r, v, ldv, st.in_v.data(), m);
+  be.ensure(st.xbuf, std::size_t(n) * r);
+  T* W = st.xbuf.data();
+  be.dep(lane_q, lane_r);
+  be.gemm(lane_r, 'T', 'N', n, r, n, T(1), st.Q(0, 0), st.ldq, st.in_u.data(), n, T(0), W, n);
+  be.dep(lane_r, lane_q);
+  householder_compress(st, n - m, r, W + m, n, m, m);
+  kernels::givens_plan plan;
+  plan.L = L;
+  plan.p = r;
+  plan.base = m;
+  plan.w = givens_block_width(r);
+  givens_targets tg;
+  tg.off = 0;
+  tg.col_min = 0;
+  tg.col_end = m;
+  tg.col_shift = 0;
+  givens_update(st, plan, W, n, tg);
+  // W is upper triangular now: R(0:rr, :) += W(0:rr, 0:r) V^T.
+  const int rr = std::min(r, L);
+  be.gemm(lane_r, 'N', 'T', rr, m, r, T(1), W, n, st.in_v.data(), m, T(1), st.R(0, 0), st.ldr);
+  band_retriangularize(st, 0, L, std::min(r, L - 1));
+  st.end();
+}
+
+#define TESSERA_INST(B, T) \
+  template void rank_update<B, T>(update_state<B, T>&, const T*, int, const T*, int, int);
+TESSERA_UPDATE_INSTANTIATE(TESSERA_INST)
+
+}  // namespace tessera::qr::detail

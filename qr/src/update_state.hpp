@@ -1,0 +1,265 @@
+#pragma once
+// The state of an updatable QR (tessera/qr/update.hpp) on one backend, and the pieces the update
+// algorithms share: a block reflector applied from the left or the right to a matrix split in two
+// parts, the structured re-triangularization of a band (the seed's (p + nb) x nb blocks), the
+// blocked Householder compression of a tall block, and Givens sweeps applied in blocks.
+//
+// Storage (column-major, in the backend's memory):
+//   Q: rows x qcols(), ld ldq: qcols() = rows (full), cols (thin), 0 (none).
+//   R: rrows() x cols, ld ldr, exact zeros below the diagonal: rrows() = rows (full), else cols.
+//   D = Q^T B: drows() x nrhs, ld ldd: drows() = rows (full), else cols (what solve needs; the
+//   residual's components are dropped in those modes).
+#include <algorithm>
+#include <cstddef>
+
+#include "tessera/kernels_cpu/givens.hpp"
+#include "tessera/qr/update.hpp"
+#include "update_backend.hpp"
+
+namespace tessera::qr::detail {
+
+template <class B, class T>
+struct update_state {
+  using buf = typename B::template buffer<T>;
+  B be;
+  q_mode mode = q_mode::full;
+  int n = 0, m = 0, nrhs = 0, nb = 64;
+  buf q, r, d;
+  int ldq = 1, ldr = 1, ldd = 1;
+  // Workspace kept between updates, so that a sequence of updates allocates only when it grows.
+  buf spare_q, spare_r, spare_d, work_r, work_q, panels, tmats, pwork, xbuf, cs, S, in_u, in_v,
+      in_b;
+
+  update_state() = default;
+  update_state(const update_state&) = delete;
+  update_state& operator=(const update_state&) = delete;
+  // The buffers go back (to the GPU backend's cache) only when no enqueued work uses them.
+  ~update_state() {
+    try {
+      be.sync();
+    } catch (...) {
+    }
+  }
+
+  int qcols() const noexcept { return mode == q_mode::full ? n : mode == q_mode::thin ? m : 0; }
+  int rrows() const noexcept { return mode == q_mode::full ? n : m; }
+  int drows() const noexcept { return mode == q_mode::full ? n : m; }
+  T* Q(int i, int j) noexcept { return q.data() + i + std::size_t(j) * ldq; }
+  T* R(int i, int j) noexcept { return r.data() + i + std::size_t(j) * ldr; }
+  T* D(int i, int j) noexcept { return d.data() + i + std::size_t(j) * ldd; }
+
+  // The lanes start an update in order and end it joined, so that buffers swapped or reused by
+  // the next update are free on both.
+  void begin() { be.dep(lane_r, lane_q); }
+  void end() { be.dep(lane_q, lane_r); }
+};
+
+// [Ctop; Cbot] := H^T [Ctop; Cbot] on `lane`, H = I - V T V^T from a GEQRT panel: V (nb + hb
+// rows, ldv) unit lower trapezoidal (its upper triangle ignored), T (nb x nb, ldt). Ctop nb x
+// ncols, Cbot hb x ncols. W: nb x ncols workspace.
+template <class B, class T>
+void apply_left(B& be, int lane, int nb, int hb, int ncols, const T* V, int ldv, const T* Tm,
+                int ldt, T* Ctop, int ldct, T* Cbot, int ldcb, T* W) {
+  if (ncols <= 0 || nb <= 0) return;
+  be.copy(lane, nb, ncols, Ctop, ldct, W, nb);
+  be.trmm(lane, 'L', 'L', 'T', 'U', nb, ncols, T(1), V, ldv, W, nb);
+  if (hb > 0) be.gemm(lane, 'T', 'N', nb, ncols, hb, T(1), V + nb, ldv, Cbot, ldcb, T(1), W, nb);
+  be.trmm(lane, 'L', 'U', 'T', 'N', nb, ncols, T(1), Tm, ldt, W, nb);
+  if (hb > 0) be.gemm(lane, 'N', 'N', hb, ncols, nb, T(-1), V + nb, ldv, W, nb, T(1), Cbot, ldcb);
+  be.trmm(lane, 'L', 'L', 'N', 'U', nb, ncols, T(1), V, ldv, W, nb);
+  be.sub(lane, nb, ncols, W, nb, Ctop, ldct);
+}
+
+// [Ctop Cbot] := [Ctop Cbot] H (Ctop nrows x nb, Cbot nrows x hb), H as in apply_left. W: nrows x
+// nb workspace.
+template <class B, class T>
+void apply_right(B& be, int lane, int nrows, int nb, int hb, const T* V, int ldv, const T* Tm,
+                 int ldt, T* Ctop, int ldct, T* Cbot, int ldcb, T* W) {
+  if (nrows <= 0 || nb <= 0) return;
+  be.copy(lane, nrows, nb, Ctop, ldct, W, nrows);
+  be.trmm(lane, 'R', 'L', 'N', 'U', nrows, nb, T(1), V, ldv, W, nrows);
+  if (hb > 0) be.gemm(lane, 'N', 'N', nrows, nb, hb, T(1), Cbot, ldcb, V + nb, ldv, T(1), W, nrows);
+  be.trmm(lane, 'R', 'U', 'N', 'N', nrows, nb, T(1), Tm, ldt, W, nrows);
+  if (hb > 0) be.gemm(lane, 'N', 'T', nrows, hb, nb, T(-1), W, nrows, V + nb, ldv, T(1), Cbot, ldcb);
+  be.trmm(lane, 'R', 'L', 'T', 'U', nrows, nb, T(1), V, ldv, W, nrows);
+  be.sub(lane, nrows, nb, W, nrows, Ctop, ldct);
+}
+
+// R's columns [j_first, m) hold an upper triangle plus `band` subdiagonals within rows [0, L)
+// (columns left of j_first are upper triangular already): make R upper triangular again with
+// Householder panels of (nb + band) x nb, the seed's Figure 7 (LAPACK TPQRT's structure), applied
+// to R's trailing columns and D (lane R) and to Q's columns (lane Q, one panel behind).
+template <class B, class T>
+void band_retriangularize(update_state<B, T>& st, int j_first, int L, int band) {
+  auto& be = st.be;
+  const int m = st.m, nb = st.nb;
+  if (j_first >= m || band <= 0) return;
+  const int npanels = (m - j_first + nb - 1) / nb, ldp = nb + band;
+  be.ensure(st.panels, std::size_t(npanels) * ldp * nb);
+  be.ensure(st.tmats, std::size_t(npanels) * nb * nb);
+  be.ensure(st.pwork, be.template panel_work_size<T>(ldp, nb));
+  be.ensure(st.work_r, std::size_t(nb) * std::max({m, st.nrhs, 1}));
+  if (st.qcols() > 0) be.ensure(st.work_q, std::size_t(nb) * std::max(st.n, 1));
+  for (int t = 0; t < npanels; ++t) {
+    const int j0 = j_first + t * nb, jb = std::min(nb, m - j0);
+    const int h = std::min(jb + band, L - j0), hb = h - jb;
+    T* P = st.panels.data() + std::size_t(t) * ldp * nb;
+    T* Tm = st.tmats.data() + std::size_t(t) * nb * nb;
+    be.copy(lane_r, h, jb, st.R(j0, j0), st.ldr, P, ldp);
+    be.panel_qr(lane_r, h, jb, P, ldp, Tm, nb, st.pwork.data(), st.pwork.size());
+    be.triu_copy(lane_r, jb, hb, P, ldp, st.R(j0, j0), st.ldr);
+    apply_left(be, lane_r, jb, hb, m - j0 - jb, P, ldp, Tm, nb, st.R(j0, j0 + jb), st.ldr,
+               st.R(j0 + jb, j0 + jb), st.ldr, st.work_r.data());
+    if (st.nrhs > 0)
+      apply_left(be, lane_r, jb, hb, st.nrhs, P, ldp, Tm, nb, st.D(j0, 0), st.ldd, st.D(j0 + jb, 0),
+                 st.ldd, st.work_r.data());
+    if (st.qcols() > 0) {
+      be.dep(lane_r, lane_q);
+      apply_right(be, lane_q, st.n, jb, hb, P, ldp, Tm, nb, st.Q(0, j0), st.ldq, st.Q(0, j0 + jb),
+                  st.ldq, st.work_q.data());
+    }
+  }
+}
+
+// X (rows x c, ldx, in st.xbuf or elsewhere not touched by the lanes' other work) := its R factor
+// (upper trapezoidal, exact zeros below), by blocked Householder QR; the reflectors are applied to
+// D(d_row0 : d_row0 + rows, :) (lane R) and to Q(:, q_col0 : q_col0 + rows) (lane Q). The rows
+// of R that these Q columns belong to must be zero (they are: rows >= cols), so R is untouched.
+template <class B, class T>
+void householder_compress(update_state<B, T>& st, int rows, int c, T* X, int ldx, int q_col0,
+                          int d_row0) {
+  auto& be = st.be;
+  const int nb = st.nb, kmax = std::min(rows, c);
+  if (kmax <= 0) return;
+  const int npanels = (kmax + nb - 1) / nb;
+  be.ensure(st.tmats, std::size_t(npanels) * nb * nb);
+  be.ensure(st.pwork, be.template panel_work_size<T>(rows, nb));
+  be.ensure(st.work_r, std::size_t(nb) * std::max({c, st.nrhs, 1}));
+  if (st.qcols() > 0) be.ensure(st.work_q, std::size_t(nb) * std::max(st.n, 1));
+  for (int t = 0; t < npanels; ++t) {
+    const int j0 = t * nb, jb = std::min(nb, kmax - j0), h = rows - j0, hb = h - jb;
+    T* P = X + j0 + std::size_t(j0) * ldx;
+    T* Tm = st.tmats.data() + std::size_t(t) * nb * nb;
+    be.panel_qr(lane_r, h, jb, P, ldx, Tm, nb, st.pwork.data(), st.pwork.size());
+    apply_left(be, lane_r, jb, hb, c - j0 - jb, P, ldx, Tm, nb, P + std::size_t(jb) * ldx, ldx,
+               P + jb + std::size_t(jb) * ldx, ldx, st.work_r.data());
+    if (st.nrhs > 0)
+      apply_left(be, lane_r, jb, hb, st.nrhs, P, ldx, Tm, nb, st.D(d_row0 + j0, 0), st.ldd,
+                 st.D(d_row0 + j0 + jb, 0), st.ldd, st.work_r.data());
+    if (st.qcols() > 0) {
+      be.dep(lane_r, lane_q);
+      apply_right(be, lane_q, st.n, jb, hb, P, ldx, Tm, nb, st.Q(0, q_col0 + j0), st.ldq,
+                  st.Q(0, q_col0 + j0 + jb), st.ldq, st.work_q.data());
+    }
+  }
+  // The reflectors (below X's diagonal) are read by lane Q until it catches up.
+  be.dep(lane_q, lane_r);
+  be.triu_copy(lane_r, kmax, rows - kmax, X, ldx, X, ldx);
+}
+
+// Where the rotations of a strip go: rows [off, off + L) of R (columns from col_lo(row) to
+// col_end) and of D, columns [off, off + L) of Q.
+struct givens_targets {
+  int off = 0;
+  int col_min = 0, col_end = 0;
+  int col_shift = 0;  // R's rows from global row s have nonzeros from column s - p + col_shift
+};
+
+// The sweeps of one group of columns [j0, j0 + g) of the strip: a strip of its own (rows from j0,
+// the same base), whose rotations then go to the strip's later columns as well as to R, D and Q.
+inline kernels::givens_plan givens_group(const kernels::givens_plan& plan, int j0, int g) {
+  kernels::givens_plan sub = plan;
+  sub.L = plan.L - j0;
+  sub.p = g;
+  sub.w = std::max(plan.w, 64);  // g <= 64: a block of 64 + g rows still fits shared memory
+  return sub;
+}
+
+// Sweeps per group: a group's wavefront works in the GPU's shared memory (its window is
+// (2g + 2) x g), and the later columns take the group's rotations as GEMMs like R does.
+inline constexpr int givens_group_width = 64;
+
+// Brings the strip X (plan.L x plan.p, ldx; in R or a buffer) to upper triangular form by the
+// plan's sweeps, and applies the same rotations to R, D and Q as `tg` says, in blocks (GEMMs).
+// Wide strips go in groups of sweeps (the sweeps' own order: group by group).
+template <class B, class T>
+void givens_update(update_state<B, T>& st, const kernels::givens_plan& plan, T* X, int ldx,
+                   const givens_targets& tg) {
+  auto& be = st.be;
+  if (plan.L <= 1 || plan.p <= 0 || plan.umax_all() <= 0) return;
+  const int G = givens_group_width;
+  const int ngroups = (plan.p + G - 1) / G;
+  for (int grp = 0; grp < ngroups; ++grp) {
+    const int j0 = grp * G, g = std::min(G, plan.p - j0);
+    const kernels::givens_plan sub = givens_group(plan, j0, g);
+    if (sub.L <= 1 || sub.umax_all() <= 0) continue;
+    // Each group's rotations and blocks are new buffers' worth: lane Q may still read the last's.
+    be.dep(lane_q, lane_r);
+    be.ensure(st.cs, sub.cs_size());
+    be.ensure(st.S, sub.blocks_size());
+    const int bw = sub.bw(), rest = plan.p - j0 - g;
+    be.ensure(st.work_r, std::size_t(bw) * std::max({tg.col_end, st.nrhs, rest, 1}));
+    if (st.qcols() > 0) be.ensure(st.work_q, std::size_t(bw) * std::max(st.n, 1));
+    T* Xg = X + j0 + std::size_t(j0) * ldx;
+    be.givens_generate(lane_r, sub, Xg, ldx, st.cs.data());
+    be.givens_blocks(lane_r, sub, st.cs.data(), st.S.data());
+    if (st.qcols() > 0) be.dep(lane_r, lane_q);
+    for (int t = 0; t < sub.blocks(); ++t) {
+      const int s = sub.row0(t), rt = sub.rows(t), g0 = tg.off + j0 + s;
+      const T* St = st.S.data() + std::size_t(t) * bw * bw;
+      // Rows [g0, g0 + rt) := B_t (those rows) = S_t^T (those rows): the strip's later columns,
+      // R, D; Q's columns likewise from the right.
+      if (rest > 0) {
+        T* Xr = X + (j0 + s) + std::size_t(j0 + g) * ldx;
+        be.gemm(lane_r, 'T', 'N', rt, rest, rt, T(1), St, bw, Xr, ldx, T(0), st.work_r.data(), bw);
+        be.copy(lane_r, rt, rest, st.work_r.data(), bw, Xr, ldx);
+      }
+      const int c0 = std::max(tg.col_min, g0 - plan.p + tg.col_shift), nc = tg.col_end - c0;
+      if (nc > 0) {
+        be.gemm(lane_r, 'T', 'N', rt, nc, rt, T(1), St, bw, st.R(g0, c0), st.ldr, T(0),
+                st.work_r.data(), bw);
+        be.copy(lane_r, rt, nc, st.work_r.data(), bw, st.R(g0, c0), st.ldr);
+      }
+      if (st.nrhs > 0) {
+        be.gemm(lane_r, 'T', 'N', rt, st.nrhs, rt, T(1), St, bw, st.D(g0, 0), st.ldd, T(0),
+                st.work_r.data(), bw);
+        be.copy(lane_r, rt, st.nrhs, st.work_r.data(), bw, st.D(g0, 0), st.ldd);
+      }
+      if (st.qcols() > 0) {
+        // Q(:, g0 : g0 + rt) := Q(:, ...) B_t^T = Q(:, ...) S_t, so that Q R stays A.
+        be.gemm(lane_q, 'N', 'N', st.n, rt, rt, T(1), st.Q(0, g0), st.ldq, St, bw, T(0),
+                st.work_q.data(), st.n);
+        be.copy(lane_q, st.n, rt, st.work_q.data(), st.n, st.Q(0, g0), st.ldq);
+      }
+    }
+  }
+}
+
+// The width of a Givens block: wide enough that the blocks are few (each costs a GEMM per matrix)
+// and their GEMMs efficient, narrow enough that their extra flops ((w + p)^2 / (3 w p) of the
+// rotations') stay small and a block's (w + p)^2 matrix is built in the GPU's shared memory.
+inline int givens_block_width(int p) { return p <= 128 ? 64 : 32; }
+
+// The algorithms, one per file (qr/src/update_*.cpp); arguments checked by the caller.
+template <class B, class T> void delete_columns(update_state<B, T>&, int k, int p);
+template <class B, class T> void insert_columns(update_state<B, T>&, int k, const T* u, int ldu, int p);
+template <class B, class T> void insert_rows(update_state<B, T>&, int k, const T* u, int ldu, int p,
+                                             const T* bu, int ldbu);
+template <class B, class T> void delete_rows(update_state<B, T>&, int k, int p);
+template <class B, class T> void rank_update(update_state<B, T>&, const T* u, int ldu, const T* v,
+                                             int ldv, int r);
+
+}  // namespace tessera::qr::detail
+
+// Explicit instantiations of one algorithm for both backends and precisions.
+#if TESSERA_QR_CUDA
+#define TESSERA_UPDATE_INSTANTIATE(F)                                           \
+  F(tessera::qr::detail::host_backend, float)                                   \
+  F(tessera::qr::detail::host_backend, double)                                  \
+  F(tessera::qr::detail::gpu_backend, float)                                    \
+  F(tessera::qr::detail::gpu_backend, double)
+#else
+#define TESSERA_UPDATE_INSTANTIATE(F)                                           \
+  F(tessera::qr::detail::host_backend, float)                                   \
+  F(tessera::qr::detail::host_backend, double)
+#endif

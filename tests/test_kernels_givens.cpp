@@ -1,0 +1,96 @@
+// The Givens sweeps of a strip (tessera/kernels_cpu/givens.hpp): the strip comes out upper
+// triangular with exact zeros, and the rotations gathered into blocks do to a matrix what the
+// rotations one by one in the sweeps' order do, for strips of every shape the updates make.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <tuple>
+#include <random>
+#include <vector>
+
+#include "tessera/kernels_cpu/givens.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+template <class T>
+void check_plan(int L, int p, int base, int w, int ncols) {
+  CAPTURE(L);
+  CAPTURE(p);
+  CAPTURE(base);
+  CAPTURE(w);
+  std::mt19937_64 g(tessera::testing::seed() + std::uint64_t(L * 7919 + p * 31 + base));
+  std::uniform_real_distribution<double> u(-1, 1);
+  tessera::kernels::givens_plan plan;
+  plan.L = L;
+  plan.p = p;
+  plan.base = base;
+  plan.w = w;
+  // The strip: column j nonzero down to row base + j, as the updates leave it.
+  std::vector<T> X(std::size_t(L) * p, T(0));
+  for (int j = 0; j < p; ++j)
+    for (int i = 0; i <= std::min(L - 1, base + j); ++i) X[i + std::size_t(j) * L] = T(u(g));
+  const std::vector<T> X0 = X;
+  std::vector<T> cs(plan.cs_size());
+  tessera::kernels::givens_generate(plan, X.data(), L, cs.data());
+  // Upper triangular with exact zeros; column norms kept.
+  for (int j = 0; j < p; ++j) {
+    double n0 = 0, n1 = 0;
+    for (int i = 0; i < L; ++i) {
+      if (i > j) CHECK(X[i + std::size_t(j) * L] == T(0));
+      n0 += double(X0[i + std::size_t(j) * L]) * X0[i + std::size_t(j) * L];
+      n1 += double(X[i + std::size_t(j) * L]) * X[i + std::size_t(j) * L];
+    }
+    CHECK(std::abs(std::sqrt(n1) - std::sqrt(n0)) <= 50.0 * double(std::numeric_limits<T>::epsilon()) * std::sqrt(n0) * L);
+  }
+  // A matrix M (L x ncols): rotations one at a time against the blocks.
+  std::vector<T> M(std::size_t(L) * ncols);
+  for (auto& x : M) x = T(u(g));
+  std::vector<T> A = M, B = M;
+  for (int j = 0; j < p; ++j)
+    for (int i = std::min(L - 1, base + j); i > j; --i) {
+      const T c = cs[2 * (std::size_t(j) * L + i)], s = cs[2 * (std::size_t(j) * L + i) + 1];
+      for (int k = 0; k < ncols; ++k) {
+        T& a = A[i - 1 + std::size_t(k) * L];
+        T& b = A[i + std::size_t(k) * L];
+        const T x = a, y = b;
+        a = c * x + s * y;
+        b = -s * x + c * y;
+      }
+    }
+  std::vector<T> S(std::max<std::size_t>(plan.blocks_size(), 1));
+  tessera::kernels::givens_blocks(plan, cs.data(), S.data(), 2);
+  const int bw = plan.bw();
+  for (int t = 0; t < plan.blocks(); ++t) {
+    const int r0 = plan.row0(t), rt = plan.rows(t);
+    const T* St = S.data() + std::size_t(t) * bw * bw;
+    std::vector<T> tmp(std::size_t(rt) * ncols, T(0));
+    for (int k = 0; k < ncols; ++k)
+      for (int r = 0; r < rt; ++r) {
+        double acc = 0;
+        for (int q = 0; q < rt; ++q) acc += double(St[q + std::size_t(r) * bw]) * B[r0 + q + std::size_t(k) * L];
+        tmp[r + std::size_t(k) * rt] = T(acc);
+      }
+    for (int k = 0; k < ncols; ++k)
+      for (int r = 0; r < rt; ++r) B[r0 + r + std::size_t(k) * L] = tmp[r + std::size_t(k) * rt];
+  }
+  double d = 0, s = 0;
+  for (std::size_t i = 0; i < A.size(); ++i) {
+    d += (double(A[i]) - B[i]) * (double(A[i]) - B[i]);
+    s += double(A[i]) * A[i];
+  }
+  CHECK(std::sqrt(d / s) < 100.0 * double(std::numeric_limits<T>::epsilon()) * (p + w));
+}
+
+}  // namespace
+
+TEST_CASE("givens sweeps: generate, then the blocks equal the rotations in order") {
+  for (int w : {1, 4, 64})
+    for (auto [L, p, base] : {std::tuple{1, 1, 0}, {2, 1, 1}, {10, 3, 7}, {40, 5, 35}, {40, 5, 10},
+                              {33, 12, 21}, {17, 17, 0}, {100, 30, 70}, {200, 7, 193}}) {
+      check_plan<double>(L, p, base, w, 9);
+      check_plan<float>(L, p, base, w, 5);
+    }
+}

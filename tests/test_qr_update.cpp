@@ -1,0 +1,23 @@
+// QR updating on the CPUs (tessera/qr/update.hpp): every update type, position, size, shape and
+// Q mode in both precisions, 200 random updates in a row, bad arguments. The checks are shared
+// with the GPU test (tests/qr_update_checks.hpp).
+#include "qr_update_checks.hpp"
+
+namespace upd = tessera::testing::update;
+using tessera::qr::target;
+
+TEST_CASE("qr update, CPUs: every update type, position, size, shape and Q mode (double)") {
+  upd::every_update<double>(target::cpu);
+}
+TEST_CASE("qr update, CPUs: every update type, position, size, shape and Q mode (float)") {
+  upd::every_update<float>(target::cpu);
+}
+TEST_CASE("qr update, CPUs: 200 random updates keep the residuals small") {
+  upd::drift<double>(target::cpu);
+  upd::drift<float>(target::cpu);
+}
+TEST_CASE("qr update, CPUs: bad arguments throw and leave the factorization unchanged") {
+  upd::bad_arguments<double>(target::cpu);
+  upd::bad_arguments<float>(target::cpu);
+}
+TEST_CASE("qr update, CPUs: larger blocks, wide strips") { upd::larger_blocks(target::cpu); }
