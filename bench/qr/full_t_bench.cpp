@@ -7,7 +7,8 @@
 // Contestants, each on the same random n x n matrix (uniform in [-1, 1]); setup outside the timing:
 //   tessera full T + S (device)   the front door with options::full_t on a matrix already in device
 //                                 memory: V, R, the full T and S = V T^T on the GPU;
-//   tessera, no T (device)        the same factorization without them (the cost of T and S);
+//   tessera, no T (device)        the same factorization (the same panel width) without them: the
+//                                 cost of T and S;
 //   tessera full T + S (host)     from pinned host memory, everything back home, transfers timed;
 //   cuSOLVER geqrf + Xlarft       GEQRF, then the full T from V and tau (device-resident);
 //   LAPACK geqrt3                 xGEQRT3 on all cores (OpenBLAS): V, R and the full T;
@@ -35,6 +36,7 @@
 #include "../common/svg_chart.hpp"
 #include "tessera/kernels_cpu/blas.hpp"
 #include "tessera/qr.hpp"
+#include "tessera/qr/blocked_qr_gpu.hpp"
 #include "tessera/qr/flops.hpp"
 #include "tessera/sched.hpp"
 
@@ -141,6 +143,8 @@ contestant<T> tessera_front_door(tessera::runtime& rt, qr::target on, qr::memory
             o.on = on;
             o.algo = qr::algorithm::blocked;
             o.full_t = full_t;
+            // Without T on the panel width the full T takes: the cost of T and S alone.
+            if (on == qr::target::gpu) o.nb = qr::default_full_t_nb(n);
             const auto t0 = std::chrono::steady_clock::now();
             auto f = qr::factorize(rt, ref, o);
             return seconds_since(t0);
