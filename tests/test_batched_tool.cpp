@@ -7,23 +7,14 @@
 #include <string>
 #include <sys/wait.h>
 
+#include "test_util.hpp"
+
 namespace {
 
-struct outcome {
-  int code;
-  std::string out;
-};
+using outcome = tessera::testing::tool_outcome;
+using tessera::testing::seed_arg;
 
-outcome run(const std::string& args) {
-  const std::string cmd = std::string(TESSERA_BATCHED_EXE) + " " + args + " 2>&1";
-  FILE* f = popen(cmd.c_str(), "r");
-  REQUIRE(f != nullptr);
-  std::string out;
-  std::array<char, 4096> buf;
-  while (std::fgets(buf.data(), int(buf.size()), f)) out += buf.data();
-  const int status = pclose(f);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+outcome run(const std::string& args) { return tessera::testing::run_tool(TESSERA_BATCHED_EXE, args); }
 
 }  // namespace
 

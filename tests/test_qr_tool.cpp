@@ -20,29 +20,16 @@
 
 namespace {
 
-struct outcome {
-  int code = -1;
-  std::string out;   // stdout and stderr
-};
+using outcome = tessera::testing::tool_outcome;
+using tessera::testing::seed_arg;
 
-outcome run(const std::string& args) {
-  const std::string cmd = std::string(TESSERA_QR_EXE) + " " + args + " 2>&1";
-  outcome o;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, pipe)) o.out += buf;
-  const int status = pclose(pipe);
-  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return o;
-}
+outcome run(const std::string& args) { return tessera::testing::run_tool(TESSERA_QR_EXE, args); }
 
 int shell(const std::string& cmd) {
   const int status = std::system(cmd.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-std::string seed_arg() { return " --seed " + std::to_string(tessera::testing::seed() % 1000000); }
 
 }  // namespace
 

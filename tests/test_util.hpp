@@ -1,6 +1,8 @@
 #pragma once
 // Shared helpers for the tests: a fresh random seed per run, logged so a failure can be replayed
 // with TESSERA_SEED=<seed>.
+#include <sys/wait.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -47,6 +49,28 @@ inline std::string invalid_message(const std::function<void()>& f) {
   }
   return "(no std::invalid_argument)";
 }
+
+// A tool's run (tests of the command-line tools): its exit status and what it printed, stdout and
+// stderr together.
+struct tool_outcome {
+  int code = -1;
+  std::string out;
+};
+
+inline tool_outcome run_tool(const std::string& exe, const std::string& args) {
+  const std::string cmd = exe + " " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) throw std::runtime_error("cannot run " + cmd);
+  tool_outcome o;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, pipe)) o.out += buf;
+  const int status = pclose(pipe);
+  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return o;
+}
+
+// " --seed S": the tools' test matrices follow the logged seed.
+inline std::string seed_arg() { return " --seed " + std::to_string(seed() % 1000000); }
 
 // GPU tests: without the device they stop here, as ctest's "skipped" (exit 77).
 inline bool skip_unless(bool available, const char* why = "no CUDA device") {
