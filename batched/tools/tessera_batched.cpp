@@ -21,8 +21,12 @@
 #include "tessera/batched/check.hpp"
 #include "tessera/sched/memory.hpp"
 #include "tessera/sched/runtime.hpp"
+#include "tessera/tools/cli.hpp"
 
 namespace {
+
+using tessera::tools::at_least;
+using tessera::tools::positive_real;
 
 namespace bt = tessera::batched;
 
@@ -157,22 +161,6 @@ double flops(const config& c) {
   return one * double(c.count);
 }
 
-CLI::Validator at_least(long long bound) {
-  return CLI::Validator(
-      [bound](std::string& s) -> std::string {
-        try {
-          std::size_t used = 0;
-          const long long v = std::stoll(s, &used);
-          if (used != s.size()) return "not an integer: " + s;
-          if (v < bound) return s + " is too small: must be at least " + std::to_string(bound);
-        } catch (const std::exception&) {
-          return "not an integer: " + s;
-        }
-        return {};
-      },
-      ">= " + std::to_string(bound));
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -199,10 +187,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
+    return tessera::tools::parse_failed(app, e);
   }
-  try {
+  return tessera::tools::run_with_exit_codes("tessera_batched", [&] {
     if (c.n > bt::max_n)
       throw std::invalid_argument("--n " + std::to_string(c.n) + ": must be <= " + std::to_string(bt::max_n));
     if (!c.json) {
@@ -238,17 +225,5 @@ int main(int argc, char** argv) {
                     bt::threshold, r.failed, c.count, r.failed == 0 ? "passed" : "FAILED");
     }
     return c.check && r.failed != 0 ? 1 : 0;
-  } catch (const tessera::out_of_memory& e) {
-    std::fprintf(stderr, "tessera_batched: error: %s\n", e.what());
-    return 3;
-  } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "tessera_batched: error: out of host memory (an allocation failed)\n");
-    return 3;
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "tessera_batched: error: %s\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "tessera_batched: failed: %s\n", e.what());
-    return 1;
-  }
+  });
 }

@@ -23,8 +23,12 @@
 #include "tessera/qr.hpp"
 #include "tessera/sched.hpp"
 #include "tessera/sched/memory.hpp"
+#include "tessera/tools/cli.hpp"
 
 namespace {
+
+using tessera::tools::at_least;
+using tessera::tools::positive_real;
 
 namespace qr = tessera::qr;
 
@@ -260,39 +264,6 @@ void print_json(const config& c, const result& r, double gflops) {
       static_cast<unsigned long long>(r.transfers.d2h_bytes), json_string(ch.reason).c_str());
 }
 
-// CLI11's range messages read "Value 0 not in range 0.000000 to 1.79e308": say it plainly.
-CLI::Validator at_least(long long bound) {
-  return CLI::Validator(
-      [bound](std::string& s) -> std::string {
-        try {
-          std::size_t used = 0;
-          const long long v = std::stoll(s, &used);
-          if (used != s.size()) return "not an integer: " + s;
-          if (v < bound) return s + " is too small: must be at least " + std::to_string(bound);
-        } catch (const std::exception&) {
-          return "not an integer in range: " + s;
-        }
-        return {};
-      },
-      ">= " + std::to_string(bound));
-}
-
-CLI::Validator positive_real() {
-  return CLI::Validator(
-      [](std::string& s) -> std::string {
-        try {
-          std::size_t used = 0;
-          const double v = std::stod(s, &used);
-          if (used != s.size()) return "not a number: " + s;
-          if (!(v > 0) || v == std::numeric_limits<double>::infinity()) return s + ": must be positive and finite";
-        } catch (const std::exception&) {
-          return "not a number in range: " + s;
-        }
-        return {};
-      },
-      "> 0");
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -348,8 +319,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
+    return tessera::tools::parse_failed(app, e);
   }
   if (app.count("--bulk-columns") == 0) c.o.bulk_columns = -1;
   if (app.count("--chunked-steps") == 0) c.o.chunked_steps = -1;
@@ -363,7 +333,7 @@ int main(int argc, char** argv) {
   c.o.threads = c.threads;
   c.spec.kind = *qr::parse_matrix_kind(c.matrix);
 
-  try {
+  return tessera::tools::run_with_exit_codes("tessera_qr", [&] {
     if (!c.trace.empty()) {
       const auto dot = c.trace.rfind('.');
       const std::string ext = dot == std::string::npos ? "" : c.trace.substr(dot);
@@ -394,17 +364,5 @@ int main(int argc, char** argv) {
     if (c.json) print_json(c, r, gflops);
     else print_text(c, r, gflops);
     return r.residuals && !r.residuals->passed() ? 1 : 0;
-  } catch (const tessera::out_of_memory& e) {  // host, pinned or device: checked, or refused by CUDA
-    std::fprintf(stderr, "tessera_qr: error: %s\n", e.what());
-    return 3;
-  } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "tessera_qr: error: out of host memory (an allocation failed)\n");
-    return 3;
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "tessera_qr: error: %s\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "tessera_qr: failed: %s\n", e.what());
-    return 1;
-  }
+  });
 }

@@ -19,8 +19,12 @@
 #include "tessera/qr/gpu.hpp"
 #include "tessera/qr/update.hpp"
 #include "tessera/sched/memory.hpp"
+#include "tessera/tools/cli.hpp"
 
 namespace {
+
+using tessera::tools::at_least;
+using tessera::tools::positive_real;
 
 namespace qr = tessera::qr;
 
@@ -259,10 +263,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
+    return tessera::tools::parse_failed(app, e);
   }
-  try {
+  return tessera::tools::run_with_exit_codes("tessera_qr_update", [&] {
     if (c.cols > c.rows) throw std::invalid_argument("--cols " + std::to_string(c.cols) + " > --rows " + std::to_string(c.rows));
     if (c.device == "gpu" && !qr::gpu_available())
       throw std::invalid_argument("--device gpu: no CUDA device here (or Tessera built without CUDA)");
@@ -305,17 +308,5 @@ int main(int argc, char** argv) {
       }
     }
     return r.passed ? 0 : 1;
-  } catch (const tessera::out_of_memory& e) {
-    std::fprintf(stderr, "tessera_qr_update: error: %s\n", e.what());
-    return 3;
-  } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "tessera_qr_update: error: out of host memory (an allocation failed)\n");
-    return 3;
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "tessera_qr_update: error: %s\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "tessera_qr_update: failed: %s\n", e.what());
-    return 1;
-  }
+  });
 }
