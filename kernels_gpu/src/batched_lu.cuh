@@ -188,6 +188,25 @@ __device__ __forceinline__ void find_pivot(const group<T, N>& grp, const T (&r)[
   if (grp.lane == plane) pos = k;  // and the pivot row to place k
 }
 
+// This lane's row of its group's matrix into r, one coalesced load per column (lanes beyond n: none).
+template <class T, int N>
+__device__ __forceinline__ void load_row(const group<T, N>& grp, const T* a, int ld, T (&r)[N]) {
+  if (!grp.active) return;
+#pragma unroll
+  for (int j = 0; j < N; ++j) r[j] = a[grp.lane + static_cast<long long>(j) * ld];
+}
+
+// GETRF's results: this lane's row written once, at its final place pos; the pivots; info.
+template <class T, int N>
+__device__ __forceinline__ void store_lu(const group<T, N>& grp, const shared_rows<T, N>& s, T* a, int ld,
+                                         const T (&r)[N], int pos, int inf, int* ipiv, int* info) {
+  if (!grp.active) return;
+#pragma unroll
+  for (int j = 0; j < N; ++j) a[pos + static_cast<long long>(j) * ld] = r[j];
+  ipiv[grp.b * N + grp.lane] = s.piv[grp.g][grp.lane];
+  if (grp.lane == 0) info[grp.b] = inf;
+}
+
 // ---- GETRF ----------------------------------------------------------------------------------
 // Right-looking LU as LAPACK's GETF2: l = a(i,k) / u(k,k) (times the reciprocal unless |u(k,k)| is
 // below the safe minimum), then the rank-1 update; a zero pivot leaves its column as it is.
@@ -228,19 +247,11 @@ __global__ void __launch_bounds__(threads_per_block, min_blocks<T, N>())
   if (grp.b >= count) return;  // whole groups leave together, so the masks stay right
   T* a = matrix_of(A, grp.b);
   T r[N] = {};
-  if (grp.active) {
-#pragma unroll
-    for (int j = 0; j < N; ++j) r[j] = a[grp.lane + static_cast<long long>(j) * A.ld];
-  }
+  load_row(grp, a, A.ld, r);
   int pos = grp.lane, inf = 0;
   int piv_lane[N];
   lu_in_registers<T, N, false>(grp, s, r, pos, inf, piv_lane);
-  if (grp.active) {
-#pragma unroll
-    for (int j = 0; j < N; ++j) a[pos + static_cast<long long>(j) * A.ld] = r[j];
-    ipiv[grp.b * N + grp.lane] = s.piv[grp.g][grp.lane];
-    if (grp.lane == 0) info[grp.b] = inf;
-  }
+  store_lu(grp, s, a, A.ld, r, pos, inf, ipiv, info);
 }
 
 // ---- inverse: Gauss-Jordan in place, fused with the pivoting ----------------------------------
@@ -256,10 +267,7 @@ __global__ void __launch_bounds__(threads_per_block, min_blocks<T, N>())
   if (grp.b >= count) return;
   const T* a = matrix_of(A, grp.b);
   T r[N] = {};
-  if (grp.active) {
-#pragma unroll
-    for (int j = 0; j < N; ++j) r[j] = a[grp.lane + static_cast<long long>(j) * A.ld];
-  }
+  load_row(grp, a, A.ld, r);
   int pos = grp.lane, inf = 0;
   // The pivot lanes wait in shared memory, not in N registers (at n = 32 in double 98 registers
   // a thread instead of 130).
@@ -341,11 +349,8 @@ __global__ void __launch_bounds__(threads_per_block)
   if (grp.b >= count) return;
   const T* lu = matrix_of(LU, grp.b);
   T r[N] = {};
-  if (grp.active) {
-#pragma unroll
-    for (int j = 0; j < N; ++j) r[j] = lu[grp.lane + static_cast<long long>(j) * LU.ld];
-    s.piv[grp.g][grp.lane] = ipiv[grp.b * N + grp.lane];
-  }
+  load_row(grp, lu, LU.ld, r);
+  if (grp.active) s.piv[grp.g][grp.lane] = ipiv[grp.b * N + grp.lane];
   __syncwarp(grp.mask);
   // Where this lane's row of B goes under the swaps ipiv: its place pos. Lanes keep their rows of
   // LU (already at their places), so place k is held by lane k; the entry of B that ends at place
@@ -382,19 +387,11 @@ __global__ void __launch_bounds__(threads_per_block)
   if (grp.b >= count) return;
   T* a = matrix_of(A, grp.b);
   T r[N] = {};
-  if (grp.active) {
-#pragma unroll
-    for (int j = 0; j < N; ++j) r[j] = a[grp.lane + static_cast<long long>(j) * A.ld];
-  }
+  load_row(grp, a, A.ld, r);
   int pos = grp.lane, inf = 0;
   int piv_lane[N];
   lu_in_registers<T, N, true>(grp, s, r, pos, inf, piv_lane);
-  if (grp.active) {
-#pragma unroll
-    for (int j = 0; j < N; ++j) a[pos + static_cast<long long>(j) * A.ld] = r[j];
-    ipiv[grp.b * N + grp.lane] = s.piv[grp.g][grp.lane];
-    if (grp.lane == 0) info[grp.b] = inf;
-  }
+  store_lu(grp, s, a, A.ld, r, pos, inf, ipiv, info);
   if (inf != 0) return;  // LAPACK's GESV leaves B alone for a singular A (inf is the group's)
   T* b = matrix_of(B, grp.b);
   for (int c = 0; c < nrhs; ++c) {
