@@ -91,25 +91,24 @@ qr_residuals check(factorization<T>& f, const T* a, int lda) {
   qr_residuals res = residuals(m, n, q.data(), r.data(), a, lda);
   if (f.full_t()) {
     const double scale = double(std::max(m, n)) * blas::lamch<T>('E');
-    // S - V T^T, V from the factored A (unit lower trapezoidal).
     std::vector<T> t(std::size_t(n) * n), s(std::size_t(m) * n), v(std::size_t(m) * n);
     f.copy_t(host(t.data(), n, n, n));
     f.copy_s(host(s.data(), m, n, m));
     copy<T>(matrix_ref<const T>{f.geqrt_a(), m, n, f.geqrt_lda(), f.where()}, host(v.data(), m, n, m));
+    // LAPACK xLARFT's T for the same reflectors (V below the diagonal, tau = T's diagonal): the
+    // GPU's panels (CholeskyQR2 with Householder reconstruction) choose other, equally valid,
+    // reflectors than LAPACK's GEQRT3 would, so T is compared where it is a function of V alone.
+    std::vector<T> tau(static_cast<std::size_t>(n)), tl(std::size_t(n) * std::size_t(n), T(0));
+    for (int i = 0; i < n; ++i) tau[i] = t[i + std::size_t(i) * n];
+    if (blas::larft('F', 'C', m, n, v.data(), m, tau.data(), tl.data(), n) != 0)
+      detail::invalid(func, "LAPACK LARFT rejected the reflectors");
+    // S - V T^T, V unit lower trapezoidal.
     for (int c = 0; c < n; ++c)
       for (int i = 0; i <= c; ++i) v[i + std::size_t(c) * m] = i == c ? T(1) : T(0);
     const double vt = blas::lange('1', m, n, v.data(), m) * blas::lange('1', n, n, t.data(), n);
     blas::trmm(CblasRight, CblasUpper, CblasTrans, CblasNonUnit, m, n, T(1), t.data(), n, v.data(), m);
     for (std::size_t i = 0; i < s.size(); ++i) s[i] -= v[i];
     res.s_error = blas::lange('1', m, n, s.data(), m) / ((vt > 0 ? vt : 1.0) * scale);
-    // T against LAPACK xLARFT's for the same reflectors (V and tau = T's diagonal): the GPU's panels
-    // (CholeskyQR2 with Householder reconstruction) choose other, equally valid, reflectors than
-    // LAPACK's GEQRT3 would, so T is compared where it is a function of V alone.
-    std::vector<T> tau(static_cast<std::size_t>(n)), tl(std::size_t(n) * std::size_t(n), T(0));
-    for (int i = 0; i < n; ++i) tau[i] = t[i + std::size_t(i) * n];
-    copy<T>(matrix_ref<const T>{f.geqrt_a(), m, n, f.geqrt_lda(), f.where()}, host(v.data(), m, n, m));
-    if (blas::larft('F', 'C', m, n, v.data(), m, tau.data(), tl.data(), n) != 0)
-      detail::invalid(func, "LAPACK LARFT rejected the reflectors");
     for (int c = 0; c < n; ++c)
       for (int i = c + 1; i < n; ++i) tl[i + std::size_t(c) * n] = T(0);
     const double tn = blas::lange('1', n, n, tl.data(), n);
