@@ -215,32 +215,6 @@ void require_full_t(const char* func, const typename factorization<T>::state& s)
   if (!s.full_t) detail::invalid(func, "the factorization has no full T: factor with options::full_t = true");
 }
 
-// x in the memory `where`: x itself, or a copy there.
-template <class T>
-class staged_input {
- public:
-  staged_input(runtime& rt, matrix_ref<const T> x, memory where) : _view(x) {
-    if (x.where == where || x.m == 0 || x.n == 0) return;
-    const std::size_t count = std::size_t(x.m) * std::size_t(x.n);
-    T* to = nullptr;
-    if (where == memory::host) {
-      _host.resize(count);
-      to = _host.data();
-    } else {
-      _device = rt.allocate_device(sizeof(T) * count);
-      to = _device.get<T>();
-    }
-    detail::copy_matrix(x.m, x.n, x.data, x.ld, x.where, to, x.m, where);
-    _view = {to, x.m, x.n, x.m, where};
-  }
-  matrix_ref<const T> view() const noexcept { return _view; }
-
- private:
-  matrix_ref<const T> _view;
-  std::vector<T> _host;
-  device_buffer _device;
-};
-
 }  // namespace
 
 template <class T>
@@ -309,7 +283,7 @@ void factorization<T>::apply_q_block(trans op, int r0, int c0, int rows, int col
   if (y.n != x.n) detail::invalid(func, "Y.n = " + std::to_string(y.n) + ": must be X.n (= " + std::to_string(x.n) + ")");
   if (y.m == 0 || y.n == 0) return;
   if (x.where == memory::host && x.m > 0) detail::require_finite_block("X", x.m, x.n, x.data, x.ld);
-  staged_input<T> in(*s.rt, x, s.where);
+  detail::staged<T> in(*s.rt, x, s.where);
   detail::staged<T> out(*s.rt, y, s.where, false);
   const matrix_ref<const T> xv = in.view();
   const matrix_ref<T> yv = out.view();

@@ -109,8 +109,14 @@ staged<T>::staged(runtime& rt, matrix_ref<T> c, memory want, bool copy_in) : _us
 }
 
 template <class T>
+staged<T>::staged(runtime& rt, matrix_ref<const T> c, memory want)
+    : staged(rt, matrix_ref<T>{const_cast<T*>(c.data), c.m, c.n, c.ld, c.where}, want, true) {
+  _read_only = true;  // the const_cast above only ever reads c
+}
+
+template <class T>
 void staged<T>::finish() {
-  if (_view.data != _user.data)
+  if (!_read_only && _view.data != _user.data)
     copy_matrix(_user.m, _user.n, _view.data, _view.ld, _view.where, _user.data, _user.ld, _user.where);
 }
 

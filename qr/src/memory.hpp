@@ -30,11 +30,14 @@ class staged {
  public:
   // rt allocates a device buffer when one is needed.
   staged(runtime& rt, matrix_ref<T> c, memory want, bool copy_in);
+  // An input only: copied in when it is elsewhere, never written (finish() does nothing).
+  staged(runtime& rt, matrix_ref<const T> c, memory want);
   matrix_ref<T> view() const noexcept { return _view; }
   void finish();  // copies the buffer back into c when c was staged
 
  private:
   matrix_ref<T> _user, _view;
+  bool _read_only = false;
   std::vector<T> _host;
   device_buffer _device;
 };
