@@ -132,9 +132,14 @@ __global__ void __launch_bounds__(threads) column_max_kernel(int m, int nc, cons
                                                               cholqr_state* __restrict__ st) {
   double mx[max_cols] = {};
   for (int r = static_cast<int>(blockIdx.x * threads + threadIdx.x); r < m; r += static_cast<int>(gridDim.x) * threads) {
+    // Every load first, the columns past nc clamped to the last one: predicated loads went one
+    // after another, each waiting for memory (H100, m = 6000: 13.7 against 8.4 us).
+    double v[max_cols];
 #pragma unroll
     for (int c = 0; c < max_cols; ++c)
-      if (c < nc) mx[c] = fmax(mx[c], fabs(static_cast<double>(A[r + static_cast<std::ptrdiff_t>(c) * lda])));
+      v[c] = static_cast<double>(A[r + static_cast<std::ptrdiff_t>(c < nc ? c : nc - 1) * lda]);
+#pragma unroll
+    for (int c = 0; c < max_cols; ++c) mx[c] = fmax(mx[c], fabs(v[c]));
   }
   const int lane = static_cast<int>(threadIdx.x) & 31;
 #pragma unroll
