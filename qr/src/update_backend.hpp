@@ -100,39 +100,14 @@ struct host_backend {
       for (int r = 0; r < nb + below; ++r)
         R[r + std::size_t(c) * ldr] = r <= c ? P[r + std::size_t(c) * ldp] : T(0);
   }
-  // Any panel is factored by panel_factor (no shared-memory limit on the CPUs).
   template <class T>
-  bool panel_fits(int, int) const {
-    return true;
+  std::size_t panel_work_size(int, int n) const {
+    return std::size_t(n) * std::size_t(n) + 1;
   }
+  // Householder QR of the panel A (m x n, m >= n) in LAPACK GEQRT form, T (n x n, ldt).
   template <class T>
-  std::size_t panel_factor_work(int h, int nb) const {
-    return std::size_t(h) * nb + 2 * std::size_t(nb) * nb + 1;
-  }
-  // Householder QR of the panel [top(0:ht, 0:nb); bot(0:h-ht, 0:nb)] (ht >= nb; bot unused when
-  // ht == h) = (I - Y V^T) [R; 0]: top's first nb rows := R with zeros below its diagonal, the
-  // rest of top and bot := 0, V (h x nb, ldv) explicit (unit diagonal, zeros above), Y = V T.
-  template <class T>
-  void panel_factor(int lane, int h, int nb, T* top, int ldtop, int ht, T* bot, int ldbot, T* V,
-                    T* Y, int ldv, T* work, std::size_t) {
-    T* P = work;  // h x nb, ld h
-    T* Tm = P + std::size_t(h) * nb;
-    copy(lane, ht, nb, top, ldtop, P, h);
-    if (ht < h) copy(lane, h - ht, nb, bot, ldbot, P + ht, h);
-    check::lapack_info("tessera::qr::updatable", "GEQRT",
-                       blas::geqrt(h, nb, nb, P, h, Tm, nb, Tm + std::size_t(nb) * nb));
-    for (int c = 0; c < nb; ++c)
-      for (int i = 0; i < h; ++i) {
-        const T a = P[i + std::size_t(c) * h];
-        const T r = i <= c ? a : T(0);
-        if (i < ht)
-          top[i + std::size_t(c) * ldtop] = r;
-        else
-          bot[(i - ht) + std::size_t(c) * ldbot] = T(0);
-        V[i + std::size_t(c) * ldv] = i > c ? a : i == c ? T(1) : T(0);
-      }
-    copy(lane, h, nb, V, ldv, Y, ldv);
-    trmm(lane, 'R', 'U', 'N', 'N', h, nb, T(1), Tm, nb, Y, ldv);
+  void panel_qr(int, int m, int n, T* A, int lda, T* Tm, int ldt, T* work, std::size_t) {
+    check::lapack_info("tessera::qr::updatable", "GEQRT", blas::geqrt(m, n, n, A, lda, Tm, ldt, work));
   }
   template <class T>
   void givens_generate(int, const kernels::givens_plan& plan, T* X, int ldx, T* cs) {
@@ -223,13 +198,9 @@ struct gpu_backend {
   template <class T>
   void triu_copy(int lane, int nb, int below, const T* P, int ldp, T* R, int ldr);
   template <class T>
-  bool panel_fits(int h, int nb) const;
+  std::size_t panel_work_size(int m, int n) const;
   template <class T>
-  std::size_t panel_factor_work(int h, int nb) const;
-  // As host_backend's: the short-panel kernel where the panel fits shared memory, else gpu_geqrt.
-  template <class T>
-  void panel_factor(int lane, int h, int nb, T* top, int ldtop, int ht, T* bot, int ldbot, T* V,
-                    T* Y, int ldv, T* work, std::size_t lwork);
+  void panel_qr(int lane, int m, int n, T* A, int lda, T* Tm, int ldt, T* work, std::size_t lwork);
   template <class T>
   void givens_generate(int lane, const kernels::givens_plan& plan, T* X, int ldx, T* cs);
   template <class T>

@@ -16,7 +16,6 @@
 #include "tessera/kernels_gpu/gpu_fill.hpp"
 #include "tessera/kernels_gpu/gpu_geqrt.hpp"
 #include "tessera/kernels_gpu/gpu_givens.hpp"
-#include "tessera/kernels_gpu/gpu_short_panel_qr.hpp"
 #include "tessera/sched/memory.hpp"
 #include "update_backend.hpp"
 
@@ -254,58 +253,17 @@ void gpu_backend::triu_copy(int lane, int nb, int below, const T* P, int ldp, T*
   kernels::gpu_triu_copy(nb, below, P, ldp, R, ldr, _r->s[lane]);
 }
 
-namespace {
-// Each part of a workspace starts 256-byte aligned, as cuBLAS prefers its operands.
-std::size_t part(std::size_t elements) { return (elements + 63) / 64 * 64; }
-}  // namespace
-
-// TESSERA_UPDATE_PANEL=blocked: every panel through gpu_geqrt (the two panel QRs compared in one
-// run, docs/results/2026-11-24-qr-update-h100.md).
-namespace {
-bool short_panels_on() {
-  static const bool on = [] {
-    const char* e = std::getenv("TESSERA_UPDATE_PANEL");
-    return !(e && std::string(e) == "blocked");
-  }();
-  return on;
-}
-}  // namespace
-
 template <class T>
-bool gpu_backend::panel_fits(int h, int nb) const {
-  return short_panels_on() && kernels::gpu_short_panel_fits<T>(h, nb);
+std::size_t gpu_backend::panel_work_size(int m, int n) const {
+  return kernels::gpu_geqrt_workspace_size(m, n, std::min(n, kernels::gpu_geqrt_max_ib));
 }
 
 template <class T>
-std::size_t gpu_backend::panel_factor_work(int h, int nb) const {
-  const std::size_t t = part(std::size_t(nb) * nb);
-  if (panel_fits<T>(h, nb)) return t;
-  return t + part(std::size_t(h) * nb) +
-         kernels::gpu_geqrt_workspace_size(h, nb, std::min(nb, kernels::gpu_geqrt_max_ib));
-}
-
-template <class T>
-void gpu_backend::panel_factor(int lane, int h, int nb, T* top, int ldtop, int ht, T* bot,
-                               int ldbot, T* V, T* Y, int ldv, T* work, std::size_t lwork) {
-  const phase_timer timer(_r.get(), lane, "panel_factor");
-  T* Tm = work;
-  if (panel_fits<T>(h, nb)) {
-    kernels::gpu_short_panel_qr(h, nb, top, ldtop, ht, bot, ldbot, V, ldv, Tm, nb, _r->s[lane]);
-  } else {  // a tall panel: the blocked panel QR on a copy, then V and R written out
-    T* P = Tm + part(std::size_t(nb) * nb);
-    T* gw = P + part(std::size_t(h) * nb);
-    copy(lane, ht, nb, top, ldtop, P, h);
-    if (ht < h) copy(lane, h - ht, nb, bot, ldbot, P + ht, h);
-    kernels::gpu_geqrt(h, nb, std::min(nb, kernels::gpu_geqrt_max_ib), P, h, Tm, nb, gw,
-                       lwork - std::size_t(gw - work), _r->h[lane]);
-    kernels::gpu_explicit_v(h, nb, P, h, V, ldv, _r->s[lane]);
-    kernels::gpu_triu_copy(nb, ht - nb, P, h, top, ldtop, _r->s[lane]);
-    if (ht < h) zero(lane, h - ht, nb, bot, ldbot);
-  }
-  // Y = V T, so that the panel's reflector is I - Y V^T (V T V^T): two GEMMs to apply.
-  ok(tessera::cublas::trmm(_r->h[lane], CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
-                           CUBLAS_DIAG_NON_UNIT, h, nb, T(1), Tm, nb, V, ldv, Y, ldv),
-     "trmm (Y = V T)");
+void gpu_backend::panel_qr(int lane, int m, int n, T* A, int lda, T* Tm, int ldt, T* work,
+                           std::size_t lwork) {
+  const phase_timer timer(_r.get(), lane, "panel_qr");
+  kernels::gpu_geqrt(m, n, std::min(n, kernels::gpu_geqrt_max_ib), A, lda, Tm, ldt, work, lwork,
+                     _r->h[lane]);
 }
 
 template <class T>
@@ -365,10 +323,8 @@ void gpu_backend::download(int lane, int m, int n, const T* d, int ldd, T* h, in
   template void gpu_backend::zero<T>(int, int, int, T*, int);                                     \
   template void gpu_backend::identity<T>(int, int, T*, int);                                      \
   template void gpu_backend::triu_copy<T>(int, int, int, const T*, int, T*, int);                 \
-  template bool gpu_backend::panel_fits<T>(int, int) const;                                      \
-  template std::size_t gpu_backend::panel_factor_work<T>(int, int) const;                         \
-  template void gpu_backend::panel_factor<T>(int, int, int, T*, int, int, T*, int, T*, T*, int,   \
-                                             T*, std::size_t);                                    \
+  template std::size_t gpu_backend::panel_work_size<T>(int, int) const;                           \
+  template void gpu_backend::panel_qr<T>(int, int, int, T*, int, T*, int, T*, std::size_t);       \
   template void gpu_backend::givens_generate<T>(int, const kernels::givens_plan&, T*, int, T*);   \
   template void gpu_backend::givens_blocks<T>(int, const kernels::givens_plan&, const T*, T*);    \
   template void gpu_backend::upload<T>(int, int, int, const T*, int, T*, int);                    \

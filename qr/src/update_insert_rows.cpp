@@ -55,29 +55,30 @@ void insert_rows(update_state<B, T>& st, int k, const T* u, int ldu, int p, cons
     st.ldr = n2;
   }
   st.n = n2;
-  const int w = panel_width<B, T>(be, nb, [&](int c) { return c + p; });
-  const int npanels = (m + w - 1) / w, ldp = w + p;
-  be.ensure(st.panels, std::size_t(npanels) * 2 * ldp * w);
-  be.ensure(st.pwork, be.template panel_factor_work<T>(ldp, w));
-  be.ensure(st.work_r, std::size_t(w) * std::max({m, st.nrhs, 1}));
-  if (qc > 0) be.ensure(st.work_q, std::size_t(w) * n2);
+  const int npanels = (m + nb - 1) / nb, ldp = nb + p;
+  be.ensure(st.panels, std::size_t(npanels) * ldp * nb);
+  be.ensure(st.tmats, std::size_t(npanels) * nb * nb);
+  be.ensure(st.pwork, be.template panel_work_size<T>(ldp, nb));
+  be.ensure(st.work_r, std::size_t(nb) * std::max({m, st.nrhs, 1}));
+  if (qc > 0) be.ensure(st.work_q, std::size_t(nb) * n2);
   T* U = st.in_u.data();
   for (int t = 0; t < npanels; ++t) {
-    const int j0 = t * w, jb = std::min(w, m - j0);
-    T* V = st.panels.data() + std::size_t(t) * 2 * ldp * w;
-    T* Y = V + std::size_t(ldp) * w;
-    // The panel [R(j0:j0+jb, j0:j0+jb); U(:, j0:j0+jb)]: V's top is I, the seed's [I; 0; v].
-    be.panel_factor(lane_r, jb + p, jb, st.R(j0, j0), st.ldr, jb, U + std::size_t(j0) * p, p, V, Y,
-                    ldp, st.pwork.data(), st.pwork.size());
-    apply_left(be, lane_r, jb, jb + p, jb, m - j0 - jb, V, Y, ldp, st.R(j0, j0 + jb), st.ldr,
+    const int j0 = t * nb, jb = std::min(nb, m - j0);
+    T* P = st.panels.data() + std::size_t(t) * ldp * nb;
+    T* Tm = st.tmats.data() + std::size_t(t) * nb * nb;
+    be.copy(lane_r, jb, jb, st.R(j0, j0), st.ldr, P, ldp);
+    be.copy(lane_r, p, jb, U + std::size_t(j0) * p, p, P + jb, ldp);
+    be.panel_qr(lane_r, jb + p, jb, P, ldp, Tm, nb, st.pwork.data(), st.pwork.size());
+    be.triu_copy(lane_r, jb, 0, P, ldp, st.R(j0, j0), st.ldr);
+    apply_left(be, lane_r, jb, p, m - j0 - jb, P, ldp, Tm, nb, st.R(j0, j0 + jb), st.ldr,
                U + std::size_t(j0 + jb) * p, p, st.work_r.data());
     if (st.nrhs > 0)
-      apply_left(be, lane_r, jb, jb + p, jb, st.nrhs, V, Y, ldp, st.D(j0, 0), st.ldd, dnew, lddnew,
+      apply_left(be, lane_r, jb, p, st.nrhs, P, ldp, Tm, nb, st.D(j0, 0), st.ldd, dnew, lddnew,
                  st.work_r.data());
     if (qc > 0) {
       be.dep(lane_r, lane_q);
-      apply_right(be, lane_q, n2, jb, jb + p, jb, V, Y, ldp, st.Q(0, j0), st.ldq, st.Q(0, qc),
-                  st.ldq, st.work_q.data());
+      apply_right(be, lane_q, n2, jb, p, P, ldp, Tm, nb, st.Q(0, j0), st.ldq, st.Q(0, qc), st.ldq,
+                  st.work_q.data());
     }
   }
   // Thin Q: the p extra columns were only needed during the update; Q' keeps cols columns.

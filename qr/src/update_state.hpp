@@ -27,7 +27,7 @@ struct update_state {
   buf q, r, d;
   int ldq = 1, ldr = 1, ldd = 1;
   // Workspace kept between updates, so that a sequence of updates allocates only when it grows.
-  buf spare_q, spare_r, spare_d, work_r, work_q, panels, pwork, xbuf, cs, S, in_u, in_v,
+  buf spare_q, spare_r, spare_d, work_r, work_q, panels, tmats, pwork, xbuf, cs, S, in_u, in_v,
       in_b;
 
   update_state() = default;
@@ -54,73 +54,69 @@ struct update_state {
   void end() { be.dep(lane_q, lane_r); }
 };
 
-// C := H^T C = C - V (Y^T C) on `lane`, H^T = I - V Y^T from panel_factor (V, Y: h x nb, ldv),
-// C = [Ctop (ht rows, ldct); Cbot (h - ht rows, ldcb)] with ncols columns (Cbot unused when
-// ht == h). W: nb x ncols workspace.
+// [Ctop; Cbot] := H^T [Ctop; Cbot] on `lane`, H = I - V T V^T from a GEQRT panel: V (nb + hb
+// rows, ldv) unit lower trapezoidal (its upper triangle ignored), T (nb x nb, ldt). Ctop nb x
+// ncols, Cbot hb x ncols. W: nb x ncols workspace.
 template <class B, class T>
-void apply_left(B& be, int lane, int nb, int h, int ht, int ncols, const T* V, const T* Y, int ldv,
-                T* Ctop, int ldct, T* Cbot, int ldcb, T* W) {
+void apply_left(B& be, int lane, int nb, int hb, int ncols, const T* V, int ldv, const T* Tm,
+                int ldt, T* Ctop, int ldct, T* Cbot, int ldcb, T* W) {
   if (ncols <= 0 || nb <= 0) return;
-  be.gemm(lane, 'T', 'N', nb, ncols, ht, T(1), Y, ldv, Ctop, ldct, T(0), W, nb);
-  if (ht < h) be.gemm(lane, 'T', 'N', nb, ncols, h - ht, T(1), Y + ht, ldv, Cbot, ldcb, T(1), W, nb);
-  be.gemm(lane, 'N', 'N', ht, ncols, nb, T(-1), V, ldv, W, nb, T(1), Ctop, ldct);
-  if (ht < h) be.gemm(lane, 'N', 'N', h - ht, ncols, nb, T(-1), V + ht, ldv, W, nb, T(1), Cbot, ldcb);
+  be.copy(lane, nb, ncols, Ctop, ldct, W, nb);
+  be.trmm(lane, 'L', 'L', 'T', 'U', nb, ncols, T(1), V, ldv, W, nb);
+  if (hb > 0) be.gemm(lane, 'T', 'N', nb, ncols, hb, T(1), V + nb, ldv, Cbot, ldcb, T(1), W, nb);
+  be.trmm(lane, 'L', 'U', 'T', 'N', nb, ncols, T(1), Tm, ldt, W, nb);
+  if (hb > 0) be.gemm(lane, 'N', 'N', hb, ncols, nb, T(-1), V + nb, ldv, W, nb, T(1), Cbot, ldcb);
+  be.trmm(lane, 'L', 'L', 'N', 'U', nb, ncols, T(1), V, ldv, W, nb);
+  be.sub(lane, nb, ncols, W, nb, Ctop, ldct);
 }
 
-// C := C H = C - (C Y) V^T, H as in apply_left (H = I - Y V^T), C = [Cl (nrows x ht, ldcl) Cr
-// (nrows x (h - ht), ldcr)]. W: nrows x nb workspace.
+// [Ctop Cbot] := [Ctop Cbot] H (Ctop nrows x nb, Cbot nrows x hb), H as in apply_left. W: nrows x
+// nb workspace.
 template <class B, class T>
-void apply_right(B& be, int lane, int nrows, int nb, int h, int ht, const T* V, const T* Y, int ldv,
-                 T* Cl, int ldcl, T* Cr, int ldcr, T* W) {
+void apply_right(B& be, int lane, int nrows, int nb, int hb, const T* V, int ldv, const T* Tm,
+                 int ldt, T* Ctop, int ldct, T* Cbot, int ldcb, T* W) {
   if (nrows <= 0 || nb <= 0) return;
-  be.gemm(lane, 'N', 'N', nrows, nb, ht, T(1), Cl, ldcl, Y, ldv, T(0), W, nrows);
-  if (ht < h) be.gemm(lane, 'N', 'N', nrows, nb, h - ht, T(1), Cr, ldcr, Y + ht, ldv, T(1), W, nrows);
-  be.gemm(lane, 'N', 'T', nrows, ht, nb, T(-1), W, nrows, V, ldv, T(1), Cl, ldcl);
-  if (ht < h) be.gemm(lane, 'N', 'T', nrows, h - ht, nb, T(-1), W, nrows, V + ht, ldv, T(1), Cr, ldcr);
-}
-
-// The panel width for panels of rows(w) rows: nb where the backend's short-panel kernel takes
-// such a panel, else the widest multiple of 8 below it that it takes (more panels, but each one
-// kernel), else nb (the blocked panel QR).
-template <class B, class T, class Rows>
-int panel_width(const B& be, int nb, Rows rows) {
-  if (be.template panel_fits<T>(rows(nb), nb)) return nb;
-  for (int w = std::min(nb, 64) / 8 * 8; w >= 8; w -= 8)
-    if (be.template panel_fits<T>(rows(w), w)) return w;
-  return nb;
+  be.copy(lane, nrows, nb, Ctop, ldct, W, nrows);
+  be.trmm(lane, 'R', 'L', 'N', 'U', nrows, nb, T(1), V, ldv, W, nrows);
+  if (hb > 0) be.gemm(lane, 'N', 'N', nrows, nb, hb, T(1), Cbot, ldcb, V + nb, ldv, T(1), W, nrows);
+  be.trmm(lane, 'R', 'U', 'N', 'N', nrows, nb, T(1), Tm, ldt, W, nrows);
+  if (hb > 0) be.gemm(lane, 'N', 'T', nrows, hb, nb, T(-1), W, nrows, V + nb, ldv, T(1), Cbot, ldcb);
+  be.trmm(lane, 'R', 'L', 'T', 'U', nrows, nb, T(1), V, ldv, W, nrows);
+  be.sub(lane, nrows, nb, W, nrows, Ctop, ldct);
 }
 
 // R's columns [j_first, m) hold an upper triangle plus `band` subdiagonals within rows [0, L)
 // (columns left of j_first are upper triangular already): make R upper triangular again with
-// Householder panels of (w + band) x w, the seed's Figure 7 (LAPACK TPQRT's structure), applied
+// Householder panels of (nb + band) x nb, the seed's Figure 7 (LAPACK TPQRT's structure), applied
 // to R's trailing columns and D (lane R) and to Q's columns (lane Q, one panel behind).
 template <class B, class T>
 void band_retriangularize(update_state<B, T>& st, int j_first, int L, int band) {
   auto& be = st.be;
-  const int m = st.m;
+  const int m = st.m, nb = st.nb;
   if (j_first >= m || band <= 0) return;
-  const int nb = panel_width<B, T>(be, st.nb, [&](int w) { return w + band; });
   const int npanels = (m - j_first + nb - 1) / nb, ldp = nb + band;
-  be.ensure(st.panels, std::size_t(npanels) * 2 * ldp * nb);
-  be.ensure(st.pwork, be.template panel_factor_work<T>(ldp, nb));
+  be.ensure(st.panels, std::size_t(npanels) * ldp * nb);
+  be.ensure(st.tmats, std::size_t(npanels) * nb * nb);
+  be.ensure(st.pwork, be.template panel_work_size<T>(ldp, nb));
   be.ensure(st.work_r, std::size_t(nb) * std::max({m, st.nrhs, 1}));
   if (st.qcols() > 0) be.ensure(st.work_q, std::size_t(nb) * std::max(st.n, 1));
   for (int t = 0; t < npanels; ++t) {
     const int j0 = j_first + t * nb, jb = std::min(nb, m - j0);
-    const int h = std::min(jb + band, L - j0);
-    T* V = st.panels.data() + std::size_t(t) * 2 * ldp * nb;
-    T* Y = V + std::size_t(ldp) * nb;
-    be.panel_factor(lane_r, h, jb, st.R(j0, j0), st.ldr, h, static_cast<T*>(nullptr), 1, V, Y, ldp,
-                    st.pwork.data(), st.pwork.size());
-    apply_left(be, lane_r, jb, h, h, m - j0 - jb, V, Y, ldp, st.R(j0, j0 + jb), st.ldr,
-               static_cast<T*>(nullptr), 1, st.work_r.data());
+    const int h = std::min(jb + band, L - j0), hb = h - jb;
+    T* P = st.panels.data() + std::size_t(t) * ldp * nb;
+    T* Tm = st.tmats.data() + std::size_t(t) * nb * nb;
+    be.copy(lane_r, h, jb, st.R(j0, j0), st.ldr, P, ldp);
+    be.panel_qr(lane_r, h, jb, P, ldp, Tm, nb, st.pwork.data(), st.pwork.size());
+    be.triu_copy(lane_r, jb, hb, P, ldp, st.R(j0, j0), st.ldr);
+    apply_left(be, lane_r, jb, hb, m - j0 - jb, P, ldp, Tm, nb, st.R(j0, j0 + jb), st.ldr,
+               st.R(j0 + jb, j0 + jb), st.ldr, st.work_r.data());
     if (st.nrhs > 0)
-      apply_left(be, lane_r, jb, h, h, st.nrhs, V, Y, ldp, st.D(j0, 0), st.ldd,
-                 static_cast<T*>(nullptr), 1, st.work_r.data());
+      apply_left(be, lane_r, jb, hb, st.nrhs, P, ldp, Tm, nb, st.D(j0, 0), st.ldd, st.D(j0 + jb, 0),
+                 st.ldd, st.work_r.data());
     if (st.qcols() > 0) {
       be.dep(lane_r, lane_q);
-      apply_right(be, lane_q, st.n, jb, h, h, V, Y, ldp, st.Q(0, j0), st.ldq,
-                  static_cast<T*>(nullptr), 1, st.work_q.data());
+      apply_right(be, lane_q, st.n, jb, hb, P, ldp, Tm, nb, st.Q(0, j0), st.ldq, st.Q(0, j0 + jb),
+                  st.ldq, st.work_q.data());
     }
   }
 }
@@ -133,34 +129,32 @@ template <class B, class T>
 void householder_compress(update_state<B, T>& st, int rows, int c, T* X, int ldx, int q_col0,
                           int d_row0) {
   auto& be = st.be;
-  const int kmax = std::min(rows, c);
+  const int nb = st.nb, kmax = std::min(rows, c);
   if (kmax <= 0) return;
-  const int nb = panel_width<B, T>(be, st.nb, [&](int) { return rows; });
   const int npanels = (kmax + nb - 1) / nb;
-  be.ensure(st.panels, std::size_t(npanels) * 2 * rows * nb);
-  be.ensure(st.pwork, be.template panel_factor_work<T>(rows, nb));
+  be.ensure(st.tmats, std::size_t(npanels) * nb * nb);
+  be.ensure(st.pwork, be.template panel_work_size<T>(rows, nb));
   be.ensure(st.work_r, std::size_t(nb) * std::max({c, st.nrhs, 1}));
   if (st.qcols() > 0) be.ensure(st.work_q, std::size_t(nb) * std::max(st.n, 1));
   for (int t = 0; t < npanels; ++t) {
-    const int j0 = t * nb, jb = std::min(nb, kmax - j0), h = rows - j0;
+    const int j0 = t * nb, jb = std::min(nb, kmax - j0), h = rows - j0, hb = h - jb;
     T* P = X + j0 + std::size_t(j0) * ldx;
-    T* V = st.panels.data() + std::size_t(t) * 2 * rows * nb;
-    T* Y = V + std::size_t(rows) * nb;
-    be.panel_factor(lane_r, h, jb, P, ldx, h, static_cast<T*>(nullptr), 1, V, Y, rows,
-                    st.pwork.data(), st.pwork.size());
-    apply_left(be, lane_r, jb, h, h, c - j0 - jb, V, Y, rows, P + std::size_t(jb) * ldx, ldx,
-               static_cast<T*>(nullptr), 1, st.work_r.data());
+    T* Tm = st.tmats.data() + std::size_t(t) * nb * nb;
+    be.panel_qr(lane_r, h, jb, P, ldx, Tm, nb, st.pwork.data(), st.pwork.size());
+    apply_left(be, lane_r, jb, hb, c - j0 - jb, P, ldx, Tm, nb, P + std::size_t(jb) * ldx, ldx,
+               P + jb + std::size_t(jb) * ldx, ldx, st.work_r.data());
     if (st.nrhs > 0)
-      apply_left(be, lane_r, jb, h, h, st.nrhs, V, Y, rows, st.D(d_row0 + j0, 0), st.ldd,
-                 static_cast<T*>(nullptr), 1, st.work_r.data());
+      apply_left(be, lane_r, jb, hb, st.nrhs, P, ldx, Tm, nb, st.D(d_row0 + j0, 0), st.ldd,
+                 st.D(d_row0 + j0 + jb, 0), st.ldd, st.work_r.data());
     if (st.qcols() > 0) {
       be.dep(lane_r, lane_q);
-      apply_right(be, lane_q, st.n, jb, h, h, V, Y, rows, st.Q(0, q_col0 + j0), st.ldq,
-                  static_cast<T*>(nullptr), 1, st.work_q.data());
+      apply_right(be, lane_q, st.n, jb, hb, P, ldx, Tm, nb, st.Q(0, q_col0 + j0), st.ldq,
+                  st.Q(0, q_col0 + j0 + jb), st.ldq, st.work_q.data());
     }
   }
-  // The panels' V and Y are read by lane Q until it catches up; the next user rewrites them.
+  // The reflectors (below X's diagonal) are read by lane Q until it catches up.
   be.dep(lane_q, lane_r);
+  be.triu_copy(lane_r, kmax, rows - kmax, X, ldx, X, ldx);
 }
 
 // Where the rotations of a strip go: rows [off, off + L) of R (columns from col_lo(row) to
