@@ -3,9 +3,6 @@
 #if TESSERA_QR_CUDA
 #include <cuda_runtime.h>
 
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -37,10 +34,6 @@ struct gpu_resources {
   cudaStream_t s[2] = {nullptr, nullptr};
   cublasHandle_t h[2] = {nullptr, nullptr};
   cudaEvent_t ev = nullptr;
-  // TESSERA_UPDATE_PHASES=1: every operation waits for its stream and adds its time to its name's
-  // total, printed when the backend goes (where the time goes, with the lanes serialized).
-  bool phases = std::getenv("TESSERA_UPDATE_PHASES") != nullptr;
-  std::map<std::string, std::pair<double, int>> phase_total;
   gpu_resources() {
     for (int i = 0; i < 2; ++i) {
       ok(cudaStreamCreateWithFlags(&s[i], cudaStreamNonBlocking), "cudaStreamCreate");
@@ -50,13 +43,6 @@ struct gpu_resources {
     ok(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreate");
   }
   ~gpu_resources() {
-    if (phases && !phase_total.empty()) {
-      double all = 0;
-      for (auto& [name, t] : phase_total) all += t.first;
-      std::fprintf(stderr, "update phases (ms, calls):");
-      for (auto& [name, t] : phase_total) std::fprintf(stderr, " %s %.3f/%d", name.c_str(), 1e3 * t.first, t.second);
-      std::fprintf(stderr, " | total %.3f\n", 1e3 * all);
-    }
     for (int i = 0; i < 2; ++i) {
       if (s[i]) cudaStreamSynchronize(s[i]);
       if (h[i]) cublasDestroy(h[i]);
@@ -65,26 +51,6 @@ struct gpu_resources {
     if (ev) cudaEventDestroy(ev);
   }
 };
-
-namespace {
-// Times one operation on `lane` when phases are on (gpu_resources::phases).
-struct phase_timer {
-  gpu_resources* r;
-  int lane;
-  const char* name;
-  std::chrono::steady_clock::time_point t0;
-  phase_timer(gpu_resources* res, int l, const char* n) : r(res->phases ? res : nullptr), lane(l), name(n) {
-    if (r) t0 = std::chrono::steady_clock::now();
-  }
-  ~phase_timer() {
-    if (!r) return;
-    cudaStreamSynchronize(r->s[lane]);
-    auto& t = r->phase_total[name];
-    t.first += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    ++t.second;
-  }
-};
-}  // namespace
 
 gpu_backend::gpu_backend() : _r(std::make_unique<gpu_resources>()) {}
 gpu_backend::gpu_backend(gpu_backend&&) noexcept = default;
@@ -167,7 +133,6 @@ void* gpu_backend::acquire(std::size_t bytes) {
 template <class T>
 void gpu_backend::gemm(int lane, char ta, char tb, int m, int n, int k, T alpha, const T* A,
                        int lda, const T* B, int ldb, T beta, T* C, int ldc) {
-  const phase_timer timer(_r.get(), lane, "gemm");
   if (m <= 0 || n <= 0) return;
   if (k <= 0) {  // cuBLAS with k = 0 scales C by beta, as BLAS does
     ok(tessera::cublas::geam(_r->h[lane], CUBLAS_OP_N, CUBLAS_OP_N, m, n, beta, C, ldc, T(0), C,
@@ -183,7 +148,6 @@ void gpu_backend::gemm(int lane, char ta, char tb, int m, int n, int k, T alpha,
 template <class T>
 void gpu_backend::trmm(int lane, char side, char uplo, char ta, char diag, int m, int n, T alpha,
                        const T* A, int lda, T* B, int ldb) {
-  const phase_timer timer(_r.get(), lane, "trmm");
   if (m <= 0 || n <= 0) return;
   ok(tessera::cublas::trmm(_r->h[lane], side == 'L' ? CUBLAS_SIDE_LEFT : CUBLAS_SIDE_RIGHT,
                            uplo == 'U' ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER, op(ta),
@@ -195,7 +159,6 @@ void gpu_backend::trmm(int lane, char side, char uplo, char ta, char diag, int m
 template <class T>
 void gpu_backend::trsm(int lane, char side, char uplo, char ta, char diag, int m, int n, T alpha,
                        const T* A, int lda, T* B, int ldb) {
-  const phase_timer timer(_r.get(), lane, "trsm");
   if (m <= 0 || n <= 0) return;
   ok(tessera::cublas::trsm(_r->h[lane], side == 'L' ? CUBLAS_SIDE_LEFT : CUBLAS_SIDE_RIGHT,
                            uplo == 'U' ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER, op(ta),
@@ -206,7 +169,6 @@ void gpu_backend::trsm(int lane, char side, char uplo, char ta, char diag, int m
 
 template <class T>
 void gpu_backend::copy(int lane, int m, int n, const T* A, int lda, T* B, int ldb) {
-  const phase_timer timer(_r.get(), lane, "copy");
   if (m <= 0 || n <= 0) return;
   ok(cudaMemcpy2DAsync(B, std::size_t(ldb) * sizeof(T), A, std::size_t(lda) * sizeof(T),
                        std::size_t(m) * sizeof(T), std::size_t(n), cudaMemcpyDeviceToDevice,
@@ -216,7 +178,6 @@ void gpu_backend::copy(int lane, int m, int n, const T* A, int lda, T* B, int ld
 
 template <class T>
 void gpu_backend::transpose(int lane, int m, int n, const T* A, int lda, T* B, int ldb) {
-  const phase_timer timer(_r.get(), lane, "transpose");
   if (m <= 0 || n <= 0) return;
   ok(tessera::cublas::geam(_r->h[lane], CUBLAS_OP_T, CUBLAS_OP_N, n, m, T(1), A, lda, T(0), B, ldb,
                            B, ldb),
@@ -225,7 +186,6 @@ void gpu_backend::transpose(int lane, int m, int n, const T* A, int lda, T* B, i
 
 template <class T>
 void gpu_backend::sub(int lane, int m, int n, const T* A, int lda, T* B, int ldb) {
-  const phase_timer timer(_r.get(), lane, "sub");
   if (m <= 0 || n <= 0) return;
   ok(tessera::cublas::geam(_r->h[lane], CUBLAS_OP_N, CUBLAS_OP_N, m, n, T(1), B, ldb, T(-1), A,
                            lda, B, ldb),
@@ -234,7 +194,6 @@ void gpu_backend::sub(int lane, int m, int n, const T* A, int lda, T* B, int ldb
 
 template <class T>
 void gpu_backend::zero(int lane, int m, int n, T* A, int lda) {
-  const phase_timer timer(_r.get(), lane, "zero");
   if (m <= 0 || n <= 0) return;
   ok(cudaMemset2DAsync(A, std::size_t(lda) * sizeof(T), 0, std::size_t(m) * sizeof(T),
                        std::size_t(n), _r->s[lane]),
@@ -243,13 +202,11 @@ void gpu_backend::zero(int lane, int m, int n, T* A, int lda) {
 
 template <class T>
 void gpu_backend::identity(int lane, int p, T* A, int lda) {
-  const phase_timer timer(_r.get(), lane, "identity");
   kernels::gpu_identity(p, A, lda, _r->s[lane]);
 }
 
 template <class T>
 void gpu_backend::triu_copy(int lane, int nb, int below, const T* P, int ldp, T* R, int ldr) {
-  const phase_timer timer(_r.get(), lane, "triu_copy");
   kernels::gpu_triu_copy(nb, below, P, ldp, R, ldr, _r->s[lane]);
 }
 
@@ -261,20 +218,17 @@ std::size_t gpu_backend::panel_work_size(int m, int n) const {
 template <class T>
 void gpu_backend::panel_qr(int lane, int m, int n, T* A, int lda, T* Tm, int ldt, T* work,
                            std::size_t lwork) {
-  const phase_timer timer(_r.get(), lane, "panel_qr");
   kernels::gpu_geqrt(m, n, std::min(n, kernels::gpu_geqrt_max_ib), A, lda, Tm, ldt, work, lwork,
                      _r->h[lane]);
 }
 
 template <class T>
 void gpu_backend::givens_generate(int lane, const kernels::givens_plan& plan, T* X, int ldx, T* cs) {
-  const phase_timer timer(_r.get(), lane, "givens_generate");
   kernels::gpu_givens_generate(plan, X, ldx, cs, _r->s[lane]);
 }
 
 template <class T>
 void gpu_backend::givens_blocks(int lane, const kernels::givens_plan& plan, const T* cs, T* S) {
-  const phase_timer timer(_r.get(), lane, "givens_blocks");
   kernels::gpu_givens_blocks(plan, cs, S, _r->s[lane]);
 }
 
@@ -289,7 +243,6 @@ void gpu_backend::sync() {
 
 template <class T>
 void gpu_backend::upload(int lane, int m, int n, const T* h, int ldh, T* d, int ldd) {
-  const phase_timer timer(_r.get(), lane, "upload");
   if (m <= 0 || n <= 0) return;
   ok(cudaMemcpy2DAsync(d, std::size_t(ldd) * sizeof(T), h, std::size_t(ldh) * sizeof(T),
                        std::size_t(m) * sizeof(T), std::size_t(n), cudaMemcpyDefault,
@@ -301,7 +254,6 @@ void gpu_backend::upload(int lane, int m, int n, const T* h, int ldh, T* d, int 
 
 template <class T>
 void gpu_backend::download(int lane, int m, int n, const T* d, int ldd, T* h, int ldh) {
-  const phase_timer timer(_r.get(), lane, "download");
   if (m <= 0 || n <= 0) return;
   ok(cudaMemcpy2DAsync(h, std::size_t(ldh) * sizeof(T), d, std::size_t(ldd) * sizeof(T),
                        std::size_t(m) * sizeof(T), std::size_t(n), cudaMemcpyDefault,
