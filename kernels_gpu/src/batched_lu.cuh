@@ -9,7 +9,8 @@
 // pivot search takes the first place of largest |a| among places >= k, as IxAMAX does on the
 // swapped matrix, and a swap only exchanges two lanes' pos (lazy swaps); each row is written once,
 // at the end, to its final place. The pivot row reaches the other lanes through shared memory
-// (one broadcast load per element instead of a shuffle each).
+// (one broadcast load per element instead of a shuffle each) for n <= 16, by shuffles above (see
+// by_shuffles).
 #include <tessera/kernels_gpu/gpu_batched.hpp>
 
 #include <array>
@@ -37,6 +38,15 @@ template <int N>
 constexpr int group_size() {
   return N <= 1 ? 1 : N <= 2 ? 2 : N <= 4 ? 4 : N <= 8 ? 8 : N <= 16 ? 16 : 32;
 }
+
+// Whole-warp groups (n > 16) send the pivot row by shuffles: every lane needs all of it each step,
+// n^3 values a matrix, and an SM delivers 128 bytes of shared-memory loads or of shuffles a cycle
+// (ncu, inverse at n = 32 in double: memory pipes 79% busy, FP64 21%), so the pivot lane's stores
+// and the barrier are pure overhead there. H100, 2^20 matrices, same run: inverse n = 32 12.14 ->
+// 10.98 ms (double), 6.78 -> 5.44 ms (single); LU 7.78 -> 7.68 and 4.67 -> 4.17 ms. For sub-warp
+// groups shuffles were slower (inverse n = 16 in double 2.28 -> 2.40 ms, n = 4 0.103 -> 0.140 ms).
+template <int N>
+inline constexpr bool by_shuffles = N > 16;
 
 template <class T>
 __device__ __forceinline__ T* matrix_of(const gpu_batch<T>& m, long long b) {
@@ -213,28 +223,46 @@ __device__ __forceinline__ void store_lu(const group<T, N>& grp, const shared_ro
 template <class T, int N, bool Solve>
 __device__ __forceinline__ void lu_in_registers(const group<T, N>& grp, shared_rows<T, N>& s, T (&r)[N],
                                                 int& pos, int& info, int (&piv_lane)[N]) {
+  constexpr int P = group<T, N>::P;
 #pragma unroll
   for (int k = 0; k < N; ++k) {
     int plane, ppos;
     find_pivot(grp, r, k, pos, plane, ppos);
     if constexpr (Solve) piv_lane[k] = plane;
-    T* row = s.row[grp.g][k & 1];
-    if (grp.lane == plane) {
-      s.piv[grp.g][k] = ppos + 1;
+    if constexpr (by_shuffles<N>) {
+      if (grp.lane == plane) s.piv[grp.g][k] = ppos + 1;
+      const T p = __shfl_sync(grp.mask, r[k], plane, P);
+      if (p == T(0)) {
+        if (info == 0) info = k + 1;
+        continue;  // the column below is all zero (or NaN): nothing to eliminate
+      }
+      const bool below = grp.active && pos > k;
+      const T l = (p >= safe_min<T>() || p <= -safe_min<T>()) ? r[k] * (T(1) / p) : r[k] / p;
+      if (below) r[k] = l;
 #pragma unroll
-      for (int j = k; j < N; ++j) row[j] = r[j];
-      row[N] = T(1) / r[k];
-    }
-    __syncwarp(grp.mask);
-    const T p = row[k];
-    if (p == T(0)) {
-      if (info == 0) info = k + 1;
-      continue;  // the column below is all zero (or NaN): nothing to eliminate
-    }
-    if (grp.active && pos > k) {
-      const T l = (p >= safe_min<T>() || p <= -safe_min<T>()) ? r[k] * row[N] : r[k] / p;
-      r[k] = l;
-      update_from_row<T, N>(r, l, row, k + 1);
+      for (int j = k + 1; j < N; ++j) {
+        const T v = __shfl_sync(grp.mask, r[j], plane, P);
+        if (below) r[j] = fma(-l, v, r[j]);
+      }
+    } else {
+      T* row = s.row[grp.g][k & 1];
+      if (grp.lane == plane) {
+        s.piv[grp.g][k] = ppos + 1;
+#pragma unroll
+        for (int j = k; j < N; ++j) row[j] = r[j];
+        row[N] = T(1) / r[k];
+      }
+      __syncwarp(grp.mask);
+      const T p = row[k];
+      if (p == T(0)) {
+        if (info == 0) info = k + 1;
+        continue;  // the column below is all zero (or NaN): nothing to eliminate
+      }
+      if (grp.active && pos > k) {
+        const T l = (p >= safe_min<T>() || p <= -safe_min<T>()) ? r[k] * row[N] : r[k] / p;
+        r[k] = l;
+        update_from_row<T, N>(r, l, row, k + 1);
+      }
     }
   }
 }
@@ -272,35 +300,58 @@ __global__ void __launch_bounds__(threads_per_block, min_blocks<T, N>())
   // The pivot lanes wait in shared memory, not in N registers (at n = 32 in double 98 registers
   // a thread instead of 130).
   int* piv_lane = s.piv[grp.g];
+  // Shuffles: scaling deferred, this lane's row of the result is scale * r (1 until it pivots, then
+  // 1 / its pivot), so the pivot row is sent as it is and the pivot lane multiplies nothing.
+  [[maybe_unused]] T scale = T(1);
 #pragma unroll
   for (int k = 0; k < N; ++k) {
     int plane, ppos;
     find_pivot(grp, r, k, pos, plane, ppos);
     if (grp.lane == 0) piv_lane[k] = plane;
-    T* row = s.row[grp.g][k & 1];
-    if (grp.lane == plane) {
-      const T d = T(1) / r[k];
-      if (r[k] == T(0) && inf == 0) inf = k + 1;
-      r[k] = T(1);
+    if constexpr (by_shuffles<N>) {
+      const bool pivot = grp.lane == plane;
+      const T p = __shfl_sync(grp.mask, r[k], plane, group<T, N>::P);
+      const T d = T(1) / p;
+      if (pivot && p == T(0) && inf == 0) inf = k + 1;
+      const T f = pivot ? T(0) : r[k] * d;  // this row's multiplier of the scaled pivot row
 #pragma unroll
-      for (int j = 0; j < N; ++j) r[j] *= d;
-      // The whole row, 16 bytes a store (the padding beyond N gets zeros).
-      constexpr int V = vec16<T>::width;
-      auto rv = [&r](int j) { return j < N ? r[j] : T(0); };
+      for (int j = 0; j < N; ++j) {
+        if (j == k) continue;
+        const T v = __shfl_sync(grp.mask, r[j], plane, group<T, N>::P);
+        if (!pivot) r[j] = fma(-f, v, r[j]);
+      }
+      r[k] = pivot ? T(1) : -f;  // column k: 1 / pivot in the pivot row, -f / pivot elsewhere
+      if (pivot) scale = d;
+    } else {
+      T* row = s.row[grp.g][k & 1];
+      if (grp.lane == plane) {
+        const T d = T(1) / r[k];
+        if (r[k] == T(0) && inf == 0) inf = k + 1;
+        r[k] = T(1);
 #pragma unroll
-      for (int j0 = 0; j0 < N; j0 += V) {
-        if constexpr (V == 4)
-          *reinterpret_cast<float4*>(row + j0) = make_float4(rv(j0), rv(j0 + 1), rv(j0 + 2), rv(j0 + 3));
-        else
-          *reinterpret_cast<double2*>(row + j0) = make_double2(rv(j0), rv(j0 + 1));
+        for (int j = 0; j < N; ++j) r[j] *= d;
+        // The whole row, 16 bytes a store (the padding beyond N gets zeros).
+        constexpr int V = vec16<T>::width;
+        auto rv = [&r](int j) { return j < N ? r[j] : T(0); };
+#pragma unroll
+        for (int j0 = 0; j0 < N; j0 += V) {
+          if constexpr (V == 4)
+            *reinterpret_cast<float4*>(row + j0) = make_float4(rv(j0), rv(j0 + 1), rv(j0 + 2), rv(j0 + 3));
+          else
+            *reinterpret_cast<double2*>(row + j0) = make_double2(rv(j0), rv(j0 + 1));
+        }
+      }
+      __syncwarp(grp.mask);
+      if (grp.active && grp.lane != plane) {
+        const T f = r[k];
+        r[k] = T(0);
+        update_from_row<T, N>(r, f, row, 0);
       }
     }
-    __syncwarp(grp.mask);
-    if (grp.active && grp.lane != plane) {
-      const T f = r[k];
-      r[k] = T(0);
-      update_from_row<T, N>(r, f, row, 0);
-    }
+  }
+  if constexpr (by_shuffles<N>) {
+#pragma unroll
+    for (int j = 0; j < N; ++j) r[j] *= scale;
   }
   // info: every lane saw the zero pivot only if it was the pivot lane; agree on the smallest.
   unsigned zero = inf == 0 ? 1024u : static_cast<unsigned>(inf);
