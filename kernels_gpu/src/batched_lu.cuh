@@ -41,10 +41,11 @@ constexpr int group_size() {
 
 // Whole-warp groups (n > 16) send the pivot row by shuffles: every lane needs all of it each step,
 // n^3 values a matrix, and an SM delivers 128 bytes of shared-memory loads or of shuffles a cycle
-// (ncu, inverse at n = 32 in double: memory pipes 79% busy, FP64 21%), so the pivot lane's stores
-// and the barrier are pure overhead there. H100, 2^20 matrices, same run: inverse n = 32 12.14 ->
-// 10.98 ms (double), 6.78 -> 5.44 ms (single); LU 7.78 -> 7.68 and 4.67 -> 4.17 ms. For sub-warp
-// groups shuffles were slower (inverse n = 16 in double 2.28 -> 2.40 ms, n = 4 0.103 -> 0.140 ms).
+// (ncu, the shared-memory inverse at n = 32 in double: memory pipes 74% busy, FP64 36%, DRAM 34%),
+// so the pivot lane's stores and the barrier are pure overhead there. H100, 2^20 matrices, same
+// run: inverse n = 32 12.11 -> 10.76 ms (double), 6.81 -> 5.45 ms (single); LU 7.77 -> 7.70 and
+// 4.67 -> 4.17 ms. For sub-warp groups shuffles were slower (inverse n = 16 in double 2.28 -> 2.40
+// ms, n = 4 0.103 -> 0.140 ms).
 template <int N>
 inline constexpr bool by_shuffles = N > 16;
 
