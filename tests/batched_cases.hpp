@@ -34,12 +34,15 @@ struct place {
   std::string name;
 };
 
-enum class layout { strided, pointers };
-inline const char* name(layout l) { return l == layout::strided ? "strided" : "pointers"; }
+// strided: a gap between matrices (stride > ld * cols) and below each column (ld > rows); packed:
+// ld = rows, stride = rows * cols, the layout most batches come in (and the benchmark's).
+enum class layout { strided, pointers, packed };
+inline const char* name(layout l) {
+  return l == layout::strided ? "strided" : l == layout::pointers ? "pointers" : "packed";
+}
 
-// A batch's memory in the place: elements (strided with a gap between matrices, so stride > ld * cols
-// is exercised) and, for the pointer layout, the array of pointers, in reversed order so that the
-// batch's order differs from memory order.
+// A batch's memory in the place: elements (layout above) and, for the pointer layout, the array of
+// pointers, in reversed order so that the batch's order differs from memory order.
 template <class T>
 struct placed {
   const place& p;
@@ -51,7 +54,9 @@ struct placed {
   std::vector<T> host;  // host place: the elements themselves
   std::vector<T*> host_ptrs;
   placed(const place& pl, int r, int c, long long n, layout l)
-      : p(pl), rows(r), cols(c), ld(r + 1), count(n), stride(static_cast<long long>(r + 1) * c + 3), lay(l) {
+      : p(pl), rows(r), cols(c), ld(l == layout::packed ? r : r + 1), count(n),
+        stride(l == layout::packed ? static_cast<long long>(r) * c : static_cast<long long>(r + 1) * c + 3),
+        lay(l) {
     const std::size_t elems = static_cast<std::size_t>(std::max(1LL, count * stride));
     if (p.where == bt::memory::host) {
       host.assign(elems, T(-99));

@@ -22,12 +22,12 @@ tb::place cpu_place() {
 }
 }  // namespace
 
-TEST_CASE_TEMPLATE("batched LU, inverse and solve on the CPUs: every n, both layouts", T, float, double) {
+TEST_CASE_TEMPLATE("batched LU, inverse and solve on the CPUs: every n, every layout", T, float, double) {
   const tb::place p = cpu_place();
   for (int n = 1; n <= bt::max_n; ++n)
-    for (tb::layout lay : {tb::layout::strided, tb::layout::pointers}) {
+    for (tb::layout lay : {tb::layout::strided, tb::layout::pointers, tb::layout::packed}) {
       tb::lu_case<T>(p, lay, n, 37, true);
-      tb::inverse_case<T>(p, lay, n, 21, lay == tb::layout::pointers);
+      tb::inverse_case<T>(p, lay, n, 21, lay != tb::layout::strided);
       tb::solve_case<T>(p, lay, n, 1 + n % 3, 13, true);
     }
 }

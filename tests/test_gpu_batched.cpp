@@ -1,5 +1,5 @@
 // tessera::batched on the GPU: the register-resident kernels on device-resident batches (every
-// order 1..32, both precisions and layouts, counts that leave the last block partly idle), the
+// order 1..32, both precisions, strided, pointer and packed layouts, counts that leave the last block partly idle), the
 // streamed path for host-resident batches (small chunks forced by a memory cap, equal bit for bit
 // to the device-resident run), singular and non-finite matrices, and out-of-memory. The same cases
 // as test_batched_cpu.cpp; pivots and info are compared with LAPACK's on each matrix.
@@ -54,9 +54,9 @@ TEST_CASE_TEMPLATE("batched on the GPU, device-resident: every n, both layouts, 
   for (int n = 1; n <= bt::max_n; ++n) {
     // Not a multiple of the matrices a block takes, so the last block is partly idle.
     const long long count = 2LL * tessera::kernels::gpu_batched_per_block(n) + 3;
-    for (tb::layout lay : {tb::layout::strided, tb::layout::pointers}) {
+    for (tb::layout lay : {tb::layout::strided, tb::layout::pointers, tb::layout::packed}) {
       tb::lu_case<T>(p, lay, n, count, false);
-      tb::inverse_case<T>(p, lay, n, count, lay == tb::layout::pointers);
+      tb::inverse_case<T>(p, lay, n, count, lay != tb::layout::strided);
       tb::solve_case<T>(p, lay, n, 1 + n % 3, count, false);
     }
   }

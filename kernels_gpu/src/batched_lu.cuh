@@ -9,7 +9,8 @@
 // pivot search takes the first place of largest |a| among places >= k, as IxAMAX does on the
 // swapped matrix, and a swap only exchanges two lanes' pos (lazy swaps); each row is written once,
 // at the end, to its final place. The pivot row reaches the other lanes through shared memory
-// (one broadcast load per element instead of a shuffle each).
+// (one broadcast load per element instead of a shuffle each) for n <= 16, by shuffles above (see
+// by_shuffles). GETRF of orders 1 and 2 and some inverses of those orders take a thread per matrix.
 #include <tessera/kernels_gpu/gpu_batched.hpp>
 
 #include <array>
@@ -37,6 +38,16 @@ template <int N>
 constexpr int group_size() {
   return N <= 1 ? 1 : N <= 2 ? 2 : N <= 4 ? 4 : N <= 8 ? 8 : N <= 16 ? 16 : 32;
 }
+
+// Whole-warp groups (n > 16) send the pivot row by shuffles: every lane needs all of it each step,
+// n^3 values a matrix, and an SM delivers 128 bytes of shared-memory loads or of shuffles a cycle
+// (ncu, the shared-memory inverse at n = 32 in double: memory pipes 74% busy, FP64 36%, DRAM 34%),
+// so the pivot lane's stores and the barrier are pure overhead there. H100, 2^20 matrices, same
+// run: inverse n = 32 12.11 -> 10.76 ms (double), 6.81 -> 5.45 ms (single); LU 7.77 -> 7.70 and
+// 4.67 -> 4.17 ms. For sub-warp groups shuffles were slower (inverse n = 16 in double 2.28 -> 2.40
+// ms, n = 4 0.103 -> 0.140 ms).
+template <int N>
+inline constexpr bool by_shuffles = N > 16;
 
 template <class T>
 __device__ __forceinline__ T* matrix_of(const gpu_batch<T>& m, long long b) {
@@ -213,28 +224,46 @@ __device__ __forceinline__ void store_lu(const group<T, N>& grp, const shared_ro
 template <class T, int N, bool Solve>
 __device__ __forceinline__ void lu_in_registers(const group<T, N>& grp, shared_rows<T, N>& s, T (&r)[N],
                                                 int& pos, int& info, int (&piv_lane)[N]) {
+  constexpr int P = group<T, N>::P;
 #pragma unroll
   for (int k = 0; k < N; ++k) {
     int plane, ppos;
     find_pivot(grp, r, k, pos, plane, ppos);
     if constexpr (Solve) piv_lane[k] = plane;
-    T* row = s.row[grp.g][k & 1];
-    if (grp.lane == plane) {
-      s.piv[grp.g][k] = ppos + 1;
+    if constexpr (by_shuffles<N>) {
+      if (grp.lane == plane) s.piv[grp.g][k] = ppos + 1;
+      const T p = __shfl_sync(grp.mask, r[k], plane, P);
+      if (p == T(0)) {
+        if (info == 0) info = k + 1;
+        continue;  // the column below is all zero (or NaN): nothing to eliminate
+      }
+      const bool below = grp.active && pos > k;
+      const T l = (p >= safe_min<T>() || p <= -safe_min<T>()) ? r[k] * (T(1) / p) : r[k] / p;
+      if (below) r[k] = l;
 #pragma unroll
-      for (int j = k; j < N; ++j) row[j] = r[j];
-      row[N] = T(1) / r[k];
-    }
-    __syncwarp(grp.mask);
-    const T p = row[k];
-    if (p == T(0)) {
-      if (info == 0) info = k + 1;
-      continue;  // the column below is all zero (or NaN): nothing to eliminate
-    }
-    if (grp.active && pos > k) {
-      const T l = (p >= safe_min<T>() || p <= -safe_min<T>()) ? r[k] * row[N] : r[k] / p;
-      r[k] = l;
-      update_from_row<T, N>(r, l, row, k + 1);
+      for (int j = k + 1; j < N; ++j) {
+        const T v = __shfl_sync(grp.mask, r[j], plane, P);
+        if (below) r[j] = fma(-l, v, r[j]);
+      }
+    } else {
+      T* row = s.row[grp.g][k & 1];
+      if (grp.lane == plane) {
+        s.piv[grp.g][k] = ppos + 1;
+#pragma unroll
+        for (int j = k; j < N; ++j) row[j] = r[j];
+        row[N] = T(1) / r[k];
+      }
+      __syncwarp(grp.mask);
+      const T p = row[k];
+      if (p == T(0)) {
+        if (info == 0) info = k + 1;
+        continue;  // the column below is all zero (or NaN): nothing to eliminate
+      }
+      if (grp.active && pos > k) {
+        const T l = (p >= safe_min<T>() || p <= -safe_min<T>()) ? r[k] * row[N] : r[k] / p;
+        r[k] = l;
+        update_from_row<T, N>(r, l, row, k + 1);
+      }
     }
   }
 }
@@ -272,35 +301,58 @@ __global__ void __launch_bounds__(threads_per_block, min_blocks<T, N>())
   // The pivot lanes wait in shared memory, not in N registers (at n = 32 in double 98 registers
   // a thread instead of 130).
   int* piv_lane = s.piv[grp.g];
+  // Shuffles: scaling deferred, this lane's row of the result is scale * r (1 until it pivots, then
+  // 1 / its pivot), so the pivot row is sent as it is and the pivot lane multiplies nothing.
+  [[maybe_unused]] T scale = T(1);
 #pragma unroll
   for (int k = 0; k < N; ++k) {
     int plane, ppos;
     find_pivot(grp, r, k, pos, plane, ppos);
     if (grp.lane == 0) piv_lane[k] = plane;
-    T* row = s.row[grp.g][k & 1];
-    if (grp.lane == plane) {
-      const T d = T(1) / r[k];
-      if (r[k] == T(0) && inf == 0) inf = k + 1;
-      r[k] = T(1);
+    if constexpr (by_shuffles<N>) {
+      const bool pivot = grp.lane == plane;
+      const T p = __shfl_sync(grp.mask, r[k], plane, group<T, N>::P);
+      const T d = T(1) / p;
+      if (pivot && p == T(0) && inf == 0) inf = k + 1;
+      const T f = pivot ? T(0) : r[k] * d;  // this row's multiplier of the scaled pivot row
 #pragma unroll
-      for (int j = 0; j < N; ++j) r[j] *= d;
-      // The whole row, 16 bytes a store (the padding beyond N gets zeros).
-      constexpr int V = vec16<T>::width;
-      auto rv = [&r](int j) { return j < N ? r[j] : T(0); };
+      for (int j = 0; j < N; ++j) {
+        if (j == k) continue;
+        const T v = __shfl_sync(grp.mask, r[j], plane, group<T, N>::P);
+        if (!pivot) r[j] = fma(-f, v, r[j]);
+      }
+      r[k] = pivot ? T(1) : -f;  // column k: 1 / pivot in the pivot row, -f / pivot elsewhere
+      if (pivot) scale = d;
+    } else {
+      T* row = s.row[grp.g][k & 1];
+      if (grp.lane == plane) {
+        const T d = T(1) / r[k];
+        if (r[k] == T(0) && inf == 0) inf = k + 1;
+        r[k] = T(1);
 #pragma unroll
-      for (int j0 = 0; j0 < N; j0 += V) {
-        if constexpr (V == 4)
-          *reinterpret_cast<float4*>(row + j0) = make_float4(rv(j0), rv(j0 + 1), rv(j0 + 2), rv(j0 + 3));
-        else
-          *reinterpret_cast<double2*>(row + j0) = make_double2(rv(j0), rv(j0 + 1));
+        for (int j = 0; j < N; ++j) r[j] *= d;
+        // The whole row, 16 bytes a store (the padding beyond N gets zeros).
+        constexpr int V = vec16<T>::width;
+        auto rv = [&r](int j) { return j < N ? r[j] : T(0); };
+#pragma unroll
+        for (int j0 = 0; j0 < N; j0 += V) {
+          if constexpr (V == 4)
+            *reinterpret_cast<float4*>(row + j0) = make_float4(rv(j0), rv(j0 + 1), rv(j0 + 2), rv(j0 + 3));
+          else
+            *reinterpret_cast<double2*>(row + j0) = make_double2(rv(j0), rv(j0 + 1));
+        }
+      }
+      __syncwarp(grp.mask);
+      if (grp.active && grp.lane != plane) {
+        const T f = r[k];
+        r[k] = T(0);
+        update_from_row<T, N>(r, f, row, 0);
       }
     }
-    __syncwarp(grp.mask);
-    if (grp.active && grp.lane != plane) {
-      const T f = r[k];
-      r[k] = T(0);
-      update_from_row<T, N>(r, f, row, 0);
-    }
+  }
+  if constexpr (by_shuffles<N>) {
+#pragma unroll
+    for (int j = 0; j < N; ++j) r[j] *= scale;
   }
   // info: every lane saw the zero pivot only if it was the pivot lane; agree on the smallest.
   unsigned zero = inf == 0 ? 1024u : static_cast<unsigned>(inf);
@@ -318,6 +370,138 @@ __global__ void __launch_bounds__(threads_per_block, min_blocks<T, N>())
     for (int j = 0; j < N; ++j) out[pos + static_cast<long long>(piv_lane[j]) * Ainv.ld] = r[j];
     if (grp.lane == 0) info[grp.b] = zero == 1024u ? 0 : static_cast<int>(zero);
   }
+}
+
+// ---- orders 1 and 2: a thread per matrix ---------------------------------------------------------
+// Groups of one or two lanes spent their instructions on group bookkeeping (pivot search, barriers)
+// for 8 to 32 bytes of data each; a thread holding the whole matrix swaps rows for real and does
+// GETF2's arithmetic in the same order, so the results are the lane kernels'. H100, 2^20 matrices,
+// GETRF: n = 2 double 0.062 -> 0.035 ms (cuBLAS 0.032), single 0.061 -> 0.015 (cuBLAS 0.017).
+template <class T, int N>
+__device__ __forceinline__ void load_matrix(const T* a, int ld, T (&m)[N][N]) {
+#pragma unroll
+  for (int j = 0; j < N; ++j)
+#pragma unroll
+    for (int i = 0; i < N; ++i) m[i][j] = a[i + static_cast<long long>(j) * ld];
+}
+
+// GETF2 in one thread: m := L\U of its rows swapped, piv[k] = the 0-based row swapped with k.
+template <class T, int N>
+__device__ __forceinline__ int getf2_in_thread(T (&m)[N][N], int (&piv)[N]) {
+  int inf = 0;
+#pragma unroll
+  for (int k = 0; k < N; ++k) {
+    int p = k;  // the first row of largest key (abs_key: NaN never wins), as the lane kernels choose
+    auto best = abs_key(m[k][k]);
+#pragma unroll
+    for (int i = k + 1; i < N; ++i) {
+      const auto key = abs_key(m[i][k]);
+      if (key > best) {
+        best = key;
+        p = i;
+      }
+    }
+    piv[k] = p;
+#pragma unroll
+    for (int i = k + 1; i < N; ++i)
+      if (i == p)
+#pragma unroll
+        for (int j = 0; j < N; ++j) {
+          const T t = m[k][j];
+          m[k][j] = m[i][j];
+          m[i][j] = t;
+        }
+    const T d = m[k][k];
+    if (d == T(0)) {
+      if (inf == 0) inf = k + 1;
+      continue;
+    }
+#pragma unroll
+    for (int i = k + 1; i < N; ++i) {
+      const T l = (d >= safe_min<T>() || d <= -safe_min<T>()) ? m[i][k] * (T(1) / d) : m[i][k] / d;
+      m[i][k] = l;
+#pragma unroll
+      for (int j = k + 1; j < N; ++j) m[i][j] = fma(-l, m[k][j], m[i][j]);
+    }
+  }
+  return inf;
+}
+
+template <class T, int N>
+__global__ void __launch_bounds__(threads_per_block)
+    getrf_thread_kernel(gpu_batch<T> A, int* __restrict__ ipiv, int* __restrict__ info, long long count) {
+  const long long b = static_cast<long long>(blockIdx.x) * threads_per_block + threadIdx.x;
+  if (b >= count) return;
+  T* a = matrix_of(A, b);
+  T m[N][N];
+  load_matrix(a, A.ld, m);
+  int piv[N];
+  const int inf = getf2_in_thread(m, piv);
+#pragma unroll
+  for (int j = 0; j < N; ++j)
+#pragma unroll
+    for (int i = 0; i < N; ++i) a[i + static_cast<long long>(j) * A.ld] = m[i][j];
+#pragma unroll
+  for (int k = 0; k < N; ++k) ipiv[b * N + k] = piv[k] + 1;
+  info[b] = inf;
+}
+
+// The inverse from the factors: U^-1 by columns, then solve X L = U^-1 and undo the swaps on the
+// columns, as GETRI does (for n <= 2 a handful of operations).
+template <class T, int N>
+__global__ void __launch_bounds__(threads_per_block)
+    inverse_thread_kernel(gpu_batch<T> A, gpu_batch<T> Ainv, int* __restrict__ info, long long count) {
+  const long long b = static_cast<long long>(blockIdx.x) * threads_per_block + threadIdx.x;
+  if (b >= count) return;
+  T m[N][N];
+  load_matrix(matrix_of(A, b), A.ld, m);
+  int piv[N];
+  const int inf = getf2_in_thread(m, piv);
+  // U^-1 in place (upper triangle): column j from the columns before it.
+#pragma unroll
+  for (int j = 0; j < N; ++j) {
+    m[j][j] = T(1) / m[j][j];
+    const T ajj = -m[j][j];
+#pragma unroll
+    for (int i = 0; i < j; ++i) {
+      T t = T(0);
+#pragma unroll
+      for (int l = i; l < j; ++l) t = fma(m[i][l], m[l][j], t);
+      m[i][j] = t * ajj;
+    }
+  }
+  // X L = U^-1, columns right to left (L unit lower, its multipliers below the diagonal of m).
+#pragma unroll
+  for (int j = N - 2; j >= 0; --j) {
+    T l[N];
+#pragma unroll
+    for (int i = j + 1; i < N; ++i) {
+      l[i] = m[i][j];
+      m[i][j] = T(0);
+    }
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+#pragma unroll
+      for (int q = j + 1; q < N; ++q) m[i][j] = fma(-m[i][q], l[q], m[i][j]);
+  }
+  // A^-1 = X P: columns swapped back in reverse order.
+#pragma unroll
+  for (int k = N - 2; k >= 0; --k)
+#pragma unroll
+    for (int q = k + 1; q < N; ++q)
+      if (piv[k] == q)
+#pragma unroll
+        for (int i = 0; i < N; ++i) {
+          const T t = m[i][k];
+          m[i][k] = m[i][q];
+          m[i][q] = t;
+        }
+  T* out = matrix_of(Ainv, b);
+#pragma unroll
+  for (int j = 0; j < N; ++j)
+#pragma unroll
+    for (int i = 0; i < N; ++i) out[i + static_cast<long long>(j) * Ainv.ld] = m[i][j];
+  info[b] = inf;
 }
 
 // ---- solves ---------------------------------------------------------------------------------
@@ -410,6 +594,18 @@ unsigned blocks_for(long long count) {
   return static_cast<unsigned>((count + per_block - 1) / per_block);
 }
 
+// GETRF and the inverse take a thread per matrix up to this order (the kernels above).
+inline constexpr int thread_kernel_max_n = 2;
+
+// The inverse too, but for n = 2 in double, where the lane kernel was faster (its three double
+// divisions a thread: 0.069 ms against 0.054 for 2^20 matrices on the H100; float: 0.016 against 0.054).
+template <class T, int N>
+inline constexpr bool inverse_by_thread = N == 1 || (N <= thread_kernel_max_n && sizeof(T) == 4);
+
+inline unsigned thread_blocks(long long count) {
+  return static_cast<unsigned>((count + threads_per_block - 1) / threads_per_block);
+}
+
 inline void check_common(const char* fn, int n, long long count, cudaStream_t) {
   check::require_ge(fn, "n", n, "1", 1);
   check::require_le(fn, "n", n, "gpu_batched_max_n", gpu_batched_max_n);
@@ -457,7 +653,10 @@ void gpu_batched_getrf(int n, gpu_batch<T> a, int* ipiv, int* info, long long co
   check::require_ptr(fn, "info", info);
   dispatch(n, [&](auto nc) {
     constexpr int N = decltype(nc)::value;
-    getrf_kernel<T, N><<<blocks_for<T, N>(count), threads_per_block, 0, stream>>>(a, ipiv, info, count);
+    if constexpr (N <= thread_kernel_max_n)
+      getrf_thread_kernel<T, N><<<thread_blocks(count), threads_per_block, 0, stream>>>(a, ipiv, info, count);
+    else
+      getrf_kernel<T, N><<<blocks_for<T, N>(count), threads_per_block, 0, stream>>>(a, ipiv, info, count);
   });
   detail::check(fn, "getrf_kernel launch", cudaGetLastError());
 }
@@ -474,7 +673,10 @@ void gpu_batched_inverse(int n, gpu_batch<T> a, gpu_batch<T> ainv, int* info, lo
   check::require_ptr(fn, "info", info);
   dispatch(n, [&](auto nc) {
     constexpr int N = decltype(nc)::value;
-    inverse_kernel<T, N><<<blocks_for<T, N>(count), threads_per_block, 0, stream>>>(a, ainv, info, count);
+    if constexpr (inverse_by_thread<T, N>)
+      inverse_thread_kernel<T, N><<<thread_blocks(count), threads_per_block, 0, stream>>>(a, ainv, info, count);
+    else
+      inverse_kernel<T, N><<<blocks_for<T, N>(count), threads_per_block, 0, stream>>>(a, ainv, info, count);
   });
   detail::check(fn, "inverse_kernel launch", cudaGetLastError());
 }
