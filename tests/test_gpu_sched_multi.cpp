@@ -1,7 +1,8 @@
-// The scheduler's GPU backend with several logical GPUs (runtime_options::gpus), all mapped onto
-// CUDA device 0 so that the paths run on a one-GPU machine: placement, copies between GPUs
-// (direct, and through pinned host memory), hazards across GPUs, errors from GPU 1, traces.
-// Skips where there is no CUDA device.
+// The scheduler's GPU backend with several logical GPUs (runtime_options::gpus): placement, copies
+// between GPUs (direct, and through pinned host memory), hazards across GPUs, errors from GPU 1,
+// traces. Logical GPU i is CUDA device i mod (devices present): on a one-GPU machine all are device
+// 0, so the paths run there; on several GPUs the copies are real peer copies. Skips where there is
+// no CUDA device.
 #include <doctest/doctest.h>
 
 #include <cublas_v2.h>
@@ -46,15 +47,23 @@ void gpu_fill(tessera::task_context& ctx, tessera::handle h, const std::vector<d
   cuda_ok(cudaStreamSynchronize(tessera::stream_of(ctx)));  // v may go once the body returns
 }
 
-// The ways several logical GPUs are tested here: two and three on device 0, copies direct or
-// through the host.
+// CUDA devices for `count` logical GPUs: i mod the devices present.
+std::vector<int> devices(int count) {
+  int present = 1;
+  cuda_ok(cudaGetDeviceCount(&present));
+  std::vector<int> ids;
+  for (int i = 0; i < count; ++i) ids.push_back(i % present);
+  return ids;
+}
+
+// The ways several logical GPUs are tested here: two and three, copies direct or through the host.
 std::vector<tessera::runtime_options> configs() {
   tessera::runtime_options two{.workers = 3, .gpu_streams = 2};
-  two.gpus = {0, 0};
+  two.gpus = devices(2);
   tessera::runtime_options staged = two;
   staged.gpu_copies_through_host = true;
   tessera::runtime_options three{.workers = 2, .gpu_streams = 1, .gpu_urgent_priority = 2};
-  three.gpus = {0, 0, 0};
+  three.gpus = devices(3);
   tessera::runtime_options three_staged = three;
   three_staged.gpu_copies_through_host = true;
   return {two, staged, three, three_staged};
@@ -67,7 +76,7 @@ TEST_CASE("two logical GPUs: RAW across GPUs copies the datum between them, chec
   for (bool through_host : {false, true}) {
     CAPTURE(through_host);
     tessera::runtime_options o{.workers = 2, .gpu_streams = 2};
-    o.gpus = {0, 0};
+    o.gpus = devices(2);
     o.gpu_copies_through_host = through_host;
     tessera::runtime rt(o);
     REQUIRE(rt.gpus() == 2);
@@ -90,7 +99,9 @@ TEST_CASE("two logical GPUs: RAW across GPUs copies the datum between them, chec
     const auto st = rt.transfers();
     CHECK(st.peer_copies == 1);  // x, GPU 0 -> GPU 1; y came from the host
     CHECK(st.peer_bytes == n * sizeof(double));
-    CHECK(st.staged_peer_copies == (through_host ? 1u : 0u));
+    int peer = 1;  // the same device, or peer access between the two
+    if (o.gpus[0] != o.gpus[1]) cuda_ok(cudaDeviceCanAccessPeer(&peer, o.gpus[1], o.gpus[0]));
+    CHECK(st.staged_peer_copies == (through_host || !peer ? 1u : 0u));
     CHECK(st.h2d_copies == 2);  // x to GPU 0, y to GPU 1
   }
 }
@@ -173,7 +184,7 @@ TEST_CASE("several logical GPUs: random CPU/GPU programs equal sequential execut
 
 TEST_CASE("placement: a GPU task that names no GPU runs where most of its data was last written") {
   tessera::runtime_options o{.workers = 2, .gpu_streams = 1};
-  o.gpus = {0, 0, 0};
+  o.gpus = devices(3);
   tessera::runtime rt(o);
   std::vector<double> big(1000, 1.0), small(10, 1.0);
   auto hb = rt.register_data(big.data(), big.size() * sizeof(double));
@@ -225,7 +236,7 @@ TEST_CASE("errors from a task on GPU 1 reach the caller; the runtime stays usabl
 
 TEST_CASE("device-only data lives on its GPU: other GPUs read copies, a write elsewhere fails") {
   tessera::runtime_options o{.workers = 2, .gpu_streams = 1};
-  o.gpus = {0, 0};
+  o.gpus = devices(2);
   tessera::runtime rt(o);
   constexpr int n = 256;
   tessera::device_buffer buf = rt.allocate_device(n * sizeof(double), 1);
@@ -252,7 +263,7 @@ TEST_CASE("device-only data lives on its GPU: other GPUs read copies, a write el
 
 TEST_CASE("data placed on GPU 1 is used there in place") {
   tessera::runtime_options o{.workers = 2, .gpu_streams = 1};
-  o.gpus = {0, 0};
+  o.gpus = devices(2);
   tessera::runtime rt(o);
   constexpr int n = 128;
   tessera::device_buffer buf = rt.allocate_device(n * sizeof(double), 1);
@@ -273,7 +284,7 @@ TEST_CASE("data placed on GPU 1 is used there in place") {
 TEST_CASE("traces name each GPU's streams and show copies between GPUs as events of their own") {
   for (bool through_host : {false, true}) {
     tessera::runtime_options o{.workers = 2, .trace = true, .gpu_streams = 2};
-    o.gpus = {0, 0};
+    o.gpus = devices(2);
     o.gpu_copies_through_host = through_host;
     tessera::runtime rt(o);
     std::vector<double> x(4096, 1.0);
@@ -288,13 +299,14 @@ TEST_CASE("traces name each GPU's streams and show copies between GPUs as events
         if (tr.tracks[i] == name) return static_cast<int>(i);
       return -1;
     };
-    const int s0 = track_of("GPU 0 (CUDA device 0) stream 0"), s1 = track_of("GPU 1 (CUDA device 0) stream 0");
-    const int peer_in = track_of("GPU 1 (CUDA device 0) peer copies in");
+    const std::string gpu0 = "GPU 0 (CUDA device 0) ", gpu1 = "GPU 1 (CUDA device " + std::to_string(o.gpus[1]) + ") ";
+    const int s0 = track_of(gpu0 + "stream 0"), s1 = track_of(gpu1 + "stream 0");
+    const int peer_in = track_of(gpu1 + "peer copies in");
     REQUIRE(s0 >= 0);
     REQUIRE(s1 >= 0);
     REQUIRE(peer_in >= 0);
-    CHECK(track_of("GPU 0 (CUDA device 0) copy H2D") >= 0);
-    CHECK(track_of("GPU 1 (CUDA device 0) copy D2H") >= 0);
+    CHECK(track_of(gpu0 + "copy H2D") >= 0);
+    CHECK(track_of(gpu1 + "copy D2H") >= 0);
     int on0 = -1, on1 = -1, peer = 0;
     double peer_end = 0, on1_start = 0;
     for (const auto& t : tr.tasks) {
