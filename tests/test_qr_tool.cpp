@@ -3,6 +3,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -244,4 +245,30 @@ TEST_CASE("tessera_qr --full-t: the full T and S checked on every device there i
     CHECK(o.code == 2);
     CHECK(o.out.find("full") != std::string::npos);
   }
+}
+
+TEST_CASE("tessera_qr --gpus: more GPUs than the machine has exit 2 naming them; on one device, checked with peer bytes") {
+  const int present = tessera::qr::gpu_count();
+  const outcome over = run("--m 300 --n 200 --gpus " + std::to_string(std::max(2, present + 1)));
+  CAPTURE(over.out);
+  CHECK(over.code == 2);
+  CHECK(over.out.find("this machine has " + std::to_string(present) + " CUDA device") != std::string::npos);
+  CHECK(run("--m 300 --n 200 --gpus 0").code == 2);
+  if (!tessera::qr::gpu_available()) return;
+  // Two logical GPUs on device 0: the several-GPU QR, checked; JSON names the GPUs and the bytes
+  // that went between them, step by step (3 steps of nb 128: V and T of the first two panels).
+  const std::string exe = TESSERA_QR_EXE;
+  const std::string check =
+      "import json, sys; d = json.load(sys.stdin); "
+      "assert d['gpus'] == 2 and d['passed'] is True, d; "
+      "steps = d['peer_bytes_per_step']; assert len(steps) == 3 and steps[2] == 0, d; "
+      "assert steps[0] == (600 * 128 + 128 * 128) * 8, d; "
+      "assert d['peer_bytes'] == sum(steps), d; assert 'on 2 GPUs' in d['reason'], d";
+  CHECK(shell(exe + " --m 600 --n 300 --nb 128 --gpus 2 --gpus-on-one-device --check --json" + seed_arg() +
+              " | python3 -c \"" + check + "\"") == 0);
+  const outcome text = run("--m 600 --n 300 --nb 128 --gpus 3 --gpus-on-one-device --precision s --check" + seed_arg());
+  CAPTURE(text.out);
+  CHECK(text.code == 0);
+  CHECK(text.out.find("gpus      3:") != std::string::npos);
+  CHECK(text.out.find("PASSED") != std::string::npos);
 }

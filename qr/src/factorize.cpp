@@ -17,6 +17,7 @@
 #include "tessera/kernels_cpu/core_full_t.hpp"
 #include "tessera/qr/blas_threads.hpp"
 #include "tessera/qr/blocked_qr_gpu.hpp"
+#include "tessera/qr/blocked_qr_multi_gpu.hpp"
 #include "tessera/qr/gels.hpp"
 #include "tessera/qr/geqrf_hybrid.hpp"
 #include "tessera/qr/gpu.hpp"
@@ -461,7 +462,14 @@ factorization<T> factorize(runtime& rt, matrix_ref<T> a, const options& o) {
   bo.bulk_columns = c.bulk_columns;
   bo.chunked_steps = c.chunked_steps;
   bo.device_matrix = a.where == memory::device;
-  blocked_qr_gpu(rt, a.m, a.n, a.data, a.ld, s->t, s->nbe, s->st, a.m, bo);
+  if (c.gpus > 1) {
+    if (rt.gpus() < c.gpus)
+      detail::invalid("factorize", "gpus = " + std::to_string(c.gpus) + " but the runtime has " + std::to_string(rt.gpus()) +
+                               " (runtime_options_for sets runtime_options::gpus)");
+    blocked_qr_multi_gpu(rt, a.m, a.n, a.data, a.ld, s->t, s->nbe, bo);
+  } else {
+    blocked_qr_gpu(rt, a.m, a.n, a.data, a.ld, s->t, s->nbe, s->st, a.m, bo);
+  }
   return factorization<T>(std::move(s));
 }
 

@@ -23,6 +23,15 @@ runtime_options gpu_runtime_options(unsigned workers) {
 
 bool gpu_available() noexcept { return runtime::gpu_available(); }
 
+int gpu_count() noexcept {
+  int n = 0;
+  if (!runtime::gpu_available() || cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
 std::string gpu_name() { return runtime::gpu_available() ? kernels::gpu_device_name() : std::string(); }
 
 namespace {
@@ -45,6 +54,7 @@ tile_allocator pinned_allocator() noexcept {
 #else
 
 bool gpu_available() noexcept { return false; }
+int gpu_count() noexcept { return 0; }
 std::string gpu_name() { return {}; }
 tile_allocator pinned_allocator() noexcept { return {}; }
 

@@ -122,7 +122,21 @@ choice choose(int m, int n, const options& o, bool gpu) {
       c.gpu_rows = o.gpu_rows > 0 ? o.gpu_rows : hybrid_options{}.gpu_rows;
     }
   }
+  if (o.gpus > 1) {
+    const int present = gpu_count();
+    if (!o.gpus_on_one_device && static_cast<int>(o.gpus) > present)
+      invalid(func, "gpus = " + std::to_string(o.gpus) + " but this machine has " + std::to_string(present) +
+                        " CUDA device" + (present == 1 ? "" : "s") +
+                        " (gpus_on_one_device maps them all onto device 0, for tests)");
+    if (c.on != target::gpu || c.algo != algorithm::blocked)
+      invalid(func, "gpus = " + std::to_string(o.gpus) + " with target " + name(c.on) + ", algorithm " + name(c.algo) +
+                        ": several GPUs split the blocked QR on the GPU (target gpu, algorithm blocked)");
+    if (c.full_t) invalid(func, "gpus = " + std::to_string(o.gpus) + " with full_t: the full T runs on one GPU");
+    c.gpus = o.gpus;
+    c.gpus_on_one_device = o.gpus_on_one_device;
+  }
   c.reason = "target " + std::string(name(c.on)) + ", algorithm " + name(c.algo) + (c.full_t ? " with the full T" : "") +
+             (c.gpus > 1 ? " on " + std::to_string(c.gpus) + " GPUs" + (c.gpus_on_one_device ? " (all CUDA device 0)" : "") : "") +
              ": " + why;
   return c;
 }
@@ -135,7 +149,10 @@ int default_cpu_tile_size(int) noexcept { return 256; }
 
 runtime_options runtime_options_for(const choice& c, unsigned threads) {
   if (c.on == target::cpu) return runtime_options{.workers = threads};
-  return gpu_runtime_options(threads);
+  runtime_options o = gpu_runtime_options(threads);
+  if (c.gpus > 1)
+    for (unsigned g = 0; g < c.gpus; ++g) o.gpus.push_back(c.gpus_on_one_device ? 0 : static_cast<int>(g));
+  return o;
 }
 
 }  // namespace tessera::qr

@@ -52,6 +52,7 @@ struct result {
   qr::choice choice;
   double seconds = 0;                 // median
   tessera::transfer_stats transfers;  // of the last run
+  std::vector<std::uint64_t> peer_per_step;  // several GPUs: bytes between GPUs each step, as planned
   std::optional<qr::qr_residuals> residuals;
 };
 
@@ -194,7 +195,11 @@ result run(const config& c) {
   }
   const tessera::transfer_stats now = rt.transfers();
   res.transfers = {now.h2d_bytes - before.h2d_bytes, now.d2h_bytes - before.d2h_bytes,
-                   now.h2d_copies - before.h2d_copies, now.d2h_copies - before.d2h_copies};
+                   now.h2d_copies - before.h2d_copies, now.d2h_copies - before.d2h_copies,
+                   now.peer_bytes - before.peer_bytes, now.peer_copies - before.peer_copies,
+                   now.staged_peer_copies - before.staged_peer_copies};
+  if (res.choice.gpus > 1)
+    res.peer_per_step = qr::multi_gpu_peer_bytes(c.m, c.n, std::min(res.choice.nb, c.n), res.choice.gpus, sizeof(T));
   res.seconds = median(seconds);
   if (c.check) {
     std::vector<T> original;
@@ -219,6 +224,10 @@ void print_text(const config& c, const result& r, double gflops) {
     std::printf("  moved     %.3f GB host->device (%llu copies), %.3f GB device->host (%llu copies), last run\n",
                 double(r.transfers.h2d_bytes) * 1e-9, static_cast<unsigned long long>(r.transfers.h2d_copies),
                 double(r.transfers.d2h_bytes) * 1e-9, static_cast<unsigned long long>(r.transfers.d2h_copies));
+  if (r.choice.gpus > 1)
+    std::printf("  gpus      %u: %.3f GB between GPUs (%llu copies, %llu through the host), last run\n", r.choice.gpus,
+                double(r.transfers.peer_bytes) * 1e-9, static_cast<unsigned long long>(r.transfers.peer_copies),
+                static_cast<unsigned long long>(r.transfers.staged_peer_copies));
   if (r.residuals) {
     std::printf("  ||A - QR||_1 / (||A||_1 max(m,n) eps) = %.4g\n", r.residuals->qr);
     std::printf("  ||I - Q^T Q||_1 / (max(m,n) eps)      = %.4g\n", r.residuals->orth);
@@ -249,19 +258,25 @@ void print_json(const config& c, const result& r, double gflops) {
   };
   const auto& res = r.residuals;
   const qr::choice& ch = r.choice;
+  std::string steps = "[";
+  for (std::size_t k = 0; k < r.peer_per_step.size(); ++k)
+    steps += (k ? ", " : "") + std::to_string(r.peer_per_step[k]);
+  steps += "]";
   std::printf(
       "{\"m\": %d, \"n\": %d, \"nb\": %d, \"ib\": %d, \"precision\": \"%s\", \"device\": \"%s\", "
       "\"algorithm\": \"%s\", \"memory\": \"%s\", \"matrix\": \"%s\", \"cond\": %s, \"scale\": %s, "
       "\"threads\": %u, \"lookahead\": %d, \"seconds\": %s, \"gflops\": %s, \"residual_qr\": %s, "
       "\"residual_orth\": %s, \"full_t\": %s, \"residual_s\": %s, \"error_t_lapack\": %s, \"passed\": %s, "
-      "\"h2d_bytes\": %llu, \"d2h_bytes\": %llu, \"reason\": %s}\n",
+      "\"h2d_bytes\": %llu, \"d2h_bytes\": %llu, \"gpus\": %u, \"peer_bytes\": %llu, \"peer_bytes_per_step\": %s, "
+      "\"reason\": %s}\n",
       c.m, c.n, ch.nb, ch.ib, c.precision.c_str(), qr::name(ch.on), qr::name(ch.algo), c.memory.c_str(),
       c.matrix.c_str(), number(c.spec.cond).c_str(), number(c.spec.scale).c_str(), c.threads, ch.lookahead,
       number(r.seconds).c_str(), number(gflops).c_str(), number(res ? std::optional(res->qr) : std::nullopt).c_str(),
       number(res ? std::optional(res->orth) : std::nullopt).c_str(), ch.full_t ? "true" : "false",
       number(res ? res->s_error : std::nullopt).c_str(), number(res ? res->t_error : std::nullopt).c_str(),
       res ? (res->passed() ? "true" : "false") : "null", static_cast<unsigned long long>(r.transfers.h2d_bytes),
-      static_cast<unsigned long long>(r.transfers.d2h_bytes), json_string(ch.reason).c_str());
+      static_cast<unsigned long long>(r.transfers.d2h_bytes), ch.on == qr::target::cpu ? 0u : ch.gpus,
+      static_cast<unsigned long long>(r.transfers.peer_bytes), steps.c_str(), json_string(ch.reason).c_str());
 }
 
 }  // namespace
@@ -313,6 +328,11 @@ int main(int argc, char** argv) {
       ->check(at_least(0));
   app.add_option("--gpu-rows", c.o.gpu_rows, "hybrid: TSQRT rows per GPU task of the bulk update")->check(at_least(1));
   app.add_option("--gpu-streams", c.gpu_streams, "GPU streams")->check(at_least(1));
+  app.add_option("--gpus", c.o.gpus,
+                 "gpu, blocked: GPUs that split the trailing matrix (default 1; more than the machine has is an error)")
+      ->check(at_least(1));
+  app.add_flag("--gpus-on-one-device", c.o.gpus_on_one_device,
+               "tests: every one of --gpus is CUDA device 0 (the several-GPU code on one GPU; no speed-up)");
   app.add_option("--stream-depth", c.stream_depth, "GPU tasks in flight per stream (0: no limit)")->check(at_least(0));
   app.add_flag("!--no-urgent-stream", c.urgent_stream, "no stream of its own for the critical path (for comparison)");
   app.add_option("--urgent-sms", c.urgent_sms, "SMs reserved for the urgent stream (0: none)")->check(at_least(0));

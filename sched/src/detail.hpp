@@ -138,17 +138,25 @@ class ref_list {
   std::uint32_t _size = 0;
 };
 
+// One device's copy of a datum (GPU backend).
+struct device_copy {
+  void* data = nullptr;        // the copy, once there is one
+  std::size_t pitch = 0;
+  bool pooled = false;         // data came from the runtime's pool (freed with the runtime)
+  bool valid = false;
+  void* arrived = nullptr;     // cudaEvent_t recorded after the last copy to this device, or null
+  std::uint64_t seq = 0;       // that copy's place in this device's incoming copy order (0: none)
+};
+
 // Where a datum's copies are and which are current (GPU backend). Changed by the GPU thread, and
 // by a CPU task that writes the datum: the DAG keeps those two from touching one datum at once.
 struct copy_state {
-  void* device = nullptr;      // the device copy, once there is one
-  std::size_t device_pitch = 0;
-  bool pooled = false;         // device came from the runtime's pool (freed with the runtime)
   bool host_valid = true;
-  bool device_valid = false;
-  void* h2d_done = nullptr;    // cudaEvent_t recorded after the last copy to the device, or null
-  std::uint64_t h2d_seq = 0;   // that copy's place in the copy stream's order (0: none)
-  void* d2h_done = nullptr;    // ... to the host
+  void* d2h_done = nullptr;    // cudaEvent_t recorded after the last copy to the host, or null
+  device_copy first;           // logical GPU 0's copy, inline: a one-GPU runtime needs no more
+  std::unique_ptr<device_copy[]> more;  // GPUs 1.. (runtime_options::gpus), made at registration
+  device_copy& on(unsigned gpu) noexcept { return gpu == 0 ? first : more[gpu - 1]; }
+  const device_copy& on(unsigned gpu) const noexcept { return gpu == 0 ? first : more[gpu - 1]; }
 };
 
 // A handle's hazard state, one cache line: resolving an access touches only this (and, for a
@@ -173,11 +181,17 @@ struct alignas(64) handle_state : hazard_state {
   std::size_t runs = 1;
   std::size_t pitch = 0;
   copy_state copies;
+  // Several GPUs: the logical GPU of the last GPU task inserted that wrote this datum, or its home
+  // (register_device_data); -1: none, or a CPU task wrote it since. Placement reads it.
+  int placed_gpu = -1;
   // Written by workers: the worker that last wrote this datum (locality hint).
   std::atomic<int> last_worker{-1};
   // Serialises the members of an accumulate group while they run.
   std::mutex accumulate_mutex;
 };
+
+// task_node::gpu of a GPU task that named no GPU: the runtime places it at submission.
+constexpr std::uint16_t any_gpu = 0xffff;
 
 struct alignas(64) task_node {
   // Lifetime: from runtime::task to the end of complete(), which returns the node to the pool.
@@ -192,6 +206,7 @@ struct alignas(64) task_node {
   bool extras = false;            // some cold field below is in use (reset clears them then)
   bool via_gpu_thread = false;    // a CPU task that may need copies to the host first
   device where = device::cpu;
+  std::uint16_t gpu = 0xffff;     // a GPU task's logical GPU (any_gpu until placed)
   int priority = 0;
   unsigned stream = 0;            // a GPU task's stream
   sequence_state* seq = nullptr;
@@ -221,6 +236,7 @@ struct alignas(64) task_node {
     traced = false;
     via_gpu_thread = false;
     where = device::cpu;
+    gpu = any_gpu;
     priority = 0;
     stream = 0;
     seq = nullptr;

@@ -21,7 +21,7 @@ struct handle_state;
 class gpu_memory {
  public:
   virtual ~gpu_memory() = default;
-  virtual void free(void* p, bool pinned) noexcept = 0;
+  virtual void free(void* p, bool pinned, unsigned gpu) noexcept = 0;
 };
 
 // Test hooks (tessera/sched/detail/testing.hpp): failures the backend fakes, counted down.
@@ -55,15 +55,17 @@ class gpu_backend {
   virtual void submit(task_node* t) = 0;
   // A CPU task wrote h: the host copy is now the only current one.
   virtual void cpu_wrote(handle_state* h) = 0;
-  virtual void place(handle_state* h, void* device, std::size_t pitch) = 0;
+  virtual void place(handle_state* h, void* device, std::size_t pitch, unsigned gpu) = 0;
   virtual transfer_stats stats() const = 0;
+  // Streams are numbered across the logical GPUs (task_node::stream).
   virtual void* stream(unsigned i) const = 0;
   virtual void* blas(unsigned i) const = 0;
   virtual unsigned streams() const = 0;
+  virtual unsigned gpus() const = 0;
   // Stream i's device workspace for GPU tasks' scratch (task_builder::scratch), sized by launch.
   virtual void* scratch(unsigned stream) const = 0;
   // runtime::allocate_device / allocate_pinned: throw std::runtime_error when they cannot.
-  virtual void* allocate(std::size_t bytes, bool pinned) = 0;
+  virtual void* allocate(std::size_t bytes, bool pinned, unsigned gpu) = 0;
   virtual std::shared_ptr<gpu_memory> memory() const = 0;
   // Trace records of GPU tasks and copies; tracks numbered from first_track.
   virtual void take_trace(std::vector<trace_task>& out, std::vector<std::string>& tracks, int first_track,

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "runtime_impl.hpp"
 
@@ -72,9 +73,14 @@ void runtime_impl::submit(task_node* t) {
     // Decided at insertion, in program order: a CPU task goes through the GPU thread (which copies
     // stale data back first) only if a GPU task inserted before it touched one of its data.
     if (t->where == device::gpu) {
+      if (gpu_count > 1) place_gpu_task(t);
+      else t->gpu = 0;
       for (auto& [h, mode] : t->accesses) h->gpu_touched = true;
     } else {
-      for (auto& [h, mode] : t->accesses) t->via_gpu_thread = t->via_gpu_thread || h->gpu_touched;
+      for (auto& [h, mode] : t->accesses) {
+        t->via_gpu_thread = t->via_gpu_thread || h->gpu_touched;
+        if (mode != access::read) h->placed_gpu = -1;
+      }
     }
   }
   ++t->seq->submitted;
@@ -97,6 +103,29 @@ void runtime_impl::submit(task_node* t) {
     if (submitted - completed_seen >= window) help_until([&] { return in_flight() < window; });
   }
 }
+
+// In insertion order, so placement is deterministic: a task that names no GPU goes where the last
+// GPU writers of most of its bytes ran (its data's current copies, once its predecessors are done),
+// GPU 0 when none; a write to device-only data off its home GPU fails the task (the runtime has no
+// way to bring it back there).
+void runtime_impl::place_gpu_task(task_node* t) {
+  if (t->gpu == any_gpu) {
+    std::vector<std::size_t> bytes(gpu_count, 0);
+    for (auto& [h, mode] : t->accesses)
+      if (h->placed_gpu >= 0) bytes[static_cast<unsigned>(h->placed_gpu)] += h->bytes;
+    t->gpu = static_cast<std::uint16_t>(std::max_element(bytes.begin(), bytes.end()) - bytes.begin());
+  }
+  for (auto& [h, mode] : t->accesses) {
+    if (mode == access::read) continue;
+    if (h->device_only && h->placed_gpu != t->gpu)
+      record_error(*t->seq, std::make_exception_ptr(std::invalid_argument(
+                                "tessera GPU " + task_name(*t) + " on GPU " + std::to_string(t->gpu) +
+                                " writes device-only datum " + std::to_string(h->key) + ", which lives on GPU " +
+                                std::to_string(h->placed_gpu))));
+    else h->placed_gpu = t->gpu;
+  }
+}
+
 task_node* new_task(runtime_impl& impl) { return impl.new_task(); }
 
 }  // namespace tessera::detail

@@ -17,7 +17,7 @@ std::atomic<unsigned> injected_allocation_failures{0};
 std::atomic<unsigned> injected_launch_failures{0};
 
 void gpu_allocation::reset() noexcept {
-  if (_data) _owner->free(_data, _pinned);
+  if (_data) _owner->free(_data, _pinned, _gpu);
   _data = nullptr;
   _bytes = 0;
   _owner.reset();
@@ -30,15 +30,18 @@ void fail_gpu_launches(unsigned n) noexcept { injected_launch_failures.store(n, 
 
 }  // namespace detail
 
-device_buffer runtime::allocate_device(std::size_t bytes) {
+device_buffer runtime::allocate_device(std::size_t bytes, unsigned gpu) {
   if (!_impl->gpu) throw std::logic_error("tessera::runtime::allocate_device: the runtime has no GPU backend");
-  void* p = _impl->gpu->allocate(bytes, false);
-  return device_buffer(_impl->gpu->memory(), p, bytes);
+  if (gpu >= _impl->gpu_count)
+    throw std::invalid_argument("tessera::runtime::allocate_device: GPU " + std::to_string(gpu) + " but the runtime has " +
+                                std::to_string(_impl->gpu_count));
+  void* p = _impl->gpu->allocate(bytes, false, gpu);
+  return device_buffer(_impl->gpu->memory(), p, bytes, gpu);
 }
 
 pinned_buffer runtime::allocate_pinned(std::size_t bytes) {
   if (!_impl->gpu) throw std::logic_error("tessera::runtime::allocate_pinned: the runtime has no GPU backend");
-  void* p = _impl->gpu->allocate(bytes, true);
+  void* p = _impl->gpu->allocate(bytes, true, 0);
   return pinned_buffer(_impl->gpu->memory(), p, bytes);
 }
 

@@ -32,15 +32,19 @@ detail::gpu_backend& gpu_of(detail::runtime_impl* rt, detail::task_node* t, cons
 
 void* task_context::stream() const { return gpu_of(_rt, _task, "stream").stream(_task->stream); }
 void* task_context::blas() const { return gpu_of(_rt, _task, "blas").blas(_task->stream); }
+unsigned task_context::gpu() const {
+  gpu_of(_rt, _task, "gpu");
+  return _task->gpu;
+}
 void* task_context::device_data(handle h) const {
   gpu_of(_rt, _task, "device_data");
-  if (!h || !h._state->copies.device)
+  if (!h || !h._state->copies.on(_task->gpu).data)
     throw std::invalid_argument("tessera::task_context::device_data: the handle is not among this task's data on the GPU");
-  return h._state->copies.device;
+  return h._state->copies.on(_task->gpu).data;
 }
 std::size_t task_context::device_pitch(handle h) const {
   device_data(h);
-  return h._state->copies.device_pitch;
+  return h._state->copies.on(_task->gpu).pitch;
 }
 
 const void* task_context::_value(std::size_t i) const {
@@ -142,6 +146,16 @@ task_builder& task_builder::on(device d) {
   return *this;
 }
 
+task_builder& task_builder::gpu(unsigned index) {
+  check_open(_task, "gpu");
+  if (index >= _rt->gpu_count)
+    throw std::invalid_argument("tessera::task_builder::gpu: GPU " + std::to_string(index) + " but the runtime has " +
+                                std::to_string(_rt->gpu_count) + " (runtime_options::gpus)");
+  on(device::gpu);
+  _task->gpu = static_cast<std::uint16_t>(index);
+  return *this;
+}
+
 void task_builder::submit() {
   check_open(_task, "submit");
   detail::task_node* t = std::exchange(_task, nullptr);
@@ -159,6 +173,7 @@ handle runtime::register_data(void* data, std::size_t bytes) {
   h.bytes = bytes;
   h.key = reinterpret_cast<std::uintptr_t>(data);
   h.run_bytes = h.pitch = bytes;
+  if (_impl->gpu_count > 1) h.copies.more = std::make_unique<detail::device_copy[]>(_impl->gpu_count - 1);
   return handle(&h);
 }
 
@@ -173,12 +188,16 @@ handle runtime::register_data(void* data, std::size_t run_bytes, std::size_t run
   return h;
 }
 
-handle runtime::register_device_data(void* device_ptr, std::size_t run_bytes, std::size_t runs, std::size_t pitch) {
+handle runtime::register_device_data(void* device_ptr, std::size_t run_bytes, std::size_t runs, std::size_t pitch,
+                                     unsigned gpu) {
   _impl->check_caller("register_device_data");
   if (!_impl->gpu)
     throw std::logic_error(
         "tessera::runtime::register_device_data: the runtime has no GPU backend (runtime_options::gpu_streams)");
   if (!device_ptr) throw std::invalid_argument("tessera::runtime::register_device_data: device_ptr is null");
+  if (gpu >= _impl->gpu_count)
+    throw std::invalid_argument("tessera::runtime::register_device_data: GPU " + std::to_string(gpu) +
+                                " but the runtime has " + std::to_string(_impl->gpu_count));
   if (pitch < run_bytes)
     throw std::invalid_argument("tessera::runtime::register_device_data: pitch " + std::to_string(pitch) +
                                 " is smaller than run_bytes " + std::to_string(run_bytes));
@@ -190,37 +209,50 @@ handle runtime::register_device_data(void* device_ptr, std::size_t run_bytes, st
   h.pitch = pitch;
   h.device_only = true;
   h.gpu_touched = true;
-  // Its only copy is the device one, current from the start; nothing ever copies it.
-  h.copies.device = device_ptr;
-  h.copies.device_pitch = pitch;
-  h.copies.device_valid = true;
+  // Its only copy is the device one, current from the start; nothing copies it home, ever.
+  if (_impl->gpu_count > 1) h.copies.more = std::make_unique<detail::device_copy[]>(_impl->gpu_count - 1);
+  h.placed_gpu = static_cast<int>(gpu);
+  auto& c = h.copies.on(gpu);
+  c.data = device_ptr;
+  c.pitch = pitch;
+  c.valid = true;
   h.copies.host_valid = false;
   return handle(&h);
 }
 
 bool runtime::gpu_available() noexcept { return detail::gpu_backend::available(); }
 bool runtime::has_gpu() const noexcept { return _impl->gpu != nullptr; }
+unsigned runtime::gpus() const noexcept { return _impl->gpu_count; }
 
-void runtime::place_on_device(handle h, void* device_data, std::size_t device_pitch) {
+void runtime::place_on_device(handle h, void* device_data, std::size_t device_pitch, unsigned gpu) {
   _impl->check_caller("place_on_device");
   if (!_impl->gpu) throw std::logic_error("tessera::runtime::place_on_device: the runtime has no GPU backend");
   if (!h || !h._state->data) throw std::invalid_argument("tessera::runtime::place_on_device: handle has no host data");
   if (!device_data) throw std::invalid_argument("tessera::runtime::place_on_device: device_data is null");
   if (device_pitch < h._state->run_bytes)
     throw std::invalid_argument("tessera::runtime::place_on_device: device_pitch is smaller than the datum's run_bytes");
-  _impl->gpu->place(h._state, device_data, device_pitch);
+  if (gpu >= _impl->gpu_count)
+    throw std::invalid_argument("tessera::runtime::place_on_device: GPU " + std::to_string(gpu) + " but the runtime has " +
+                                std::to_string(_impl->gpu_count));
+  _impl->gpu->place(h._state, device_data, device_pitch, gpu);
 }
 
 void runtime::release_device(handle h) {
   _impl->check_caller("release_device");
   if (!_impl->gpu || !h || h._state->device_only) return;  // device-only: the device copy is the datum
   auto& c = h._state->copies;
-  if (c.pooled) return;  // pool memory lives as long as the runtime; keep using it
-  c.device = nullptr;
-  c.device_pitch = 0;
-  c.device_valid = false;
+  bool kept = false;  // pool memory lives as long as the runtime; keep using it
+  for (unsigned g = 0; g < _impl->gpu_count; ++g) {
+    auto& d = c.on(g);
+    if (d.pooled) {
+      kept = true;
+      continue;
+    }
+    d = detail::device_copy{};
+  }
+  if (kept) return;
   c.host_valid = true;
-  c.h2d_done = c.d2h_done = nullptr;
+  c.d2h_done = nullptr;
   h._state->gpu_touched = false;
 }
 
@@ -230,6 +262,7 @@ handle runtime::register_key(std::uint64_t key) {
   _impl->check_caller("register_key");
   auto& h = _impl->handles.emplace_back();
   h.key = key;
+  if (_impl->gpu_count > 1) h.copies.more = std::make_unique<detail::device_copy[]>(_impl->gpu_count - 1);
   return handle(&h);
 }
 

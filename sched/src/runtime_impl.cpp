@@ -74,7 +74,10 @@ runtime_impl::runtime_impl(const runtime_options& options)
   if (options.inline_below_ns)
     inline_below_ticks = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(options.inline_below_ns * ticks_per_ns()));
   if (const char* env = std::getenv("TESSERA_LINGER_US")) linger_us = static_cast<unsigned>(std::strtoul(env, nullptr, 10));
-  if (options.gpu_streams > 0) gpu = gpu_backend::create(*this, options);
+  if (options.gpu_streams > 0) {
+    gpu = gpu_backend::create(*this, options);
+    gpu_count = gpu->gpus();
+  }
   // One more worker state for the GPU thread, which runs GPU task bodies.
   for (unsigned w = 0; w < workers + (gpu ? 1 : 0); ++w) worker_states.push_back(std::make_unique<worker_state>());
   if (options.trace) enable_trace(true);

@@ -199,6 +199,7 @@ struct runtime_impl {
   void add_access(task_node* t, handle_state* h, access mode);
   void link(const task_ref& pred, task_node* succ, hazard kind);
   void submit(task_node* t);
+  void place_gpu_task(task_node* t);  // several GPUs: picks t's GPU, checks device-only writes
   // --- execution ---
   void make_ready(task_node* t, bool by_inserter = false);
   void spawn_runner();
@@ -236,6 +237,7 @@ struct runtime_impl {
 
   std::unique_ptr<tbb::task_arena> arena;
   std::unique_ptr<gpu_backend> gpu;
+  unsigned gpu_count = 0;  // logical GPUs (runtime_options::gpus)
   std::vector<std::unique_ptr<worker_state>> worker_states;
   ready_queue ready;
   submit_ring submitted_ready;  // ready at submission, pushed by the inserting thread

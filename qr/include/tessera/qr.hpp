@@ -6,6 +6,7 @@
 // on tiles, residual checks, LAPACK operation counts and test matrices.
 #include "tessera/qr/blas_threads.hpp"
 #include "tessera/qr/blocked_qr_gpu.hpp"
+#include "tessera/qr/blocked_qr_multi_gpu.hpp"
 #include "tessera/qr/check.hpp"
 #include "tessera/qr/factorize.hpp"
 #include "tessera/qr/flops.hpp"

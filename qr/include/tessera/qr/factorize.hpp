@@ -86,6 +86,13 @@ struct options {
   // Also the full T of Q = I - V T V^T (n x n) and S = V T^T (m x n): the blocked QR, m >= n; see
   // factorization::copy_t, copy_s, form_q_block, apply_q_block.
   bool full_t = false;
+  // GPUs for the blocked QR on the GPU (target gpu): 0 or 1, one; more, the trailing matrix split
+  // among them by column blocks (blocked_qr_multi_gpu.hpp), host matrices only, refused beyond the
+  // CUDA devices present unless gpus_on_one_device.
+  unsigned gpus = 0;
+  // For tests on one GPU: every one of the gpus is CUDA device 0 (runtime_options::gpus), so the
+  // several-GPU paths run (each logical GPU with its own streams, copies between them); not faster.
+  bool gpus_on_one_device = false;
 };
 
 // What will run, decided by choose(): every field resolved, and the reason in words.
@@ -95,6 +102,8 @@ struct choice {
   int nb = 0, ib = 0, lookahead = 0;
   int bulk_columns = 0, chunked_steps = 0, gpu_rows = 0;
   bool full_t = false;
+  unsigned gpus = 1;               // GPUs the blocked QR on the GPU splits the trailing matrix among
+  bool gpus_on_one_device = false;  // options::gpus_on_one_device
   std::string reason;
 };
 
@@ -108,7 +117,8 @@ struct choice {
 // not fit in host memory beside A (the choice's reason says so).
 choice choose(int m, int n, const options& o = {});
 
-// Runtime options the choice was tuned with (GPU streams, the urgent stream), `threads` workers.
+// Runtime options the choice was tuned with (GPU streams, the urgent stream), `threads` workers;
+// with choice::gpus > 1, that many logical GPUs (runtime_options::gpus).
 runtime_options runtime_options_for(const choice& c, unsigned threads = 0);
 
 // The factors of A = QR in the form the algorithm left them:

@@ -11,6 +11,9 @@ namespace tessera::qr {
 // True when Tessera was built with CUDA, its GPU backend is linked, and a CUDA device is present.
 bool gpu_available() noexcept;
 
+// CUDA devices on this machine (0 without CUDA or a device).
+int gpu_count() noexcept;
+
 // The GPU's name, or "" without one.
 std::string gpu_name();
 

@@ -41,7 +41,7 @@ class gpu_allocation {
   gpu_allocation& operator=(const gpu_allocation&) = delete;
   gpu_allocation(gpu_allocation&& other) noexcept
       : _owner(std::move(other._owner)), _data(std::exchange(other._data, nullptr)),
-        _bytes(std::exchange(other._bytes, 0)), _pinned(other._pinned) {}
+        _bytes(std::exchange(other._bytes, 0)), _pinned(other._pinned), _gpu(other._gpu) {}
   gpu_allocation& operator=(gpu_allocation&& other) noexcept {
     if (this != &other) {
       reset();
@@ -49,6 +49,7 @@ class gpu_allocation {
       _data = std::exchange(other._data, nullptr);
       _bytes = std::exchange(other._bytes, 0);
       _pinned = other._pinned;
+      _gpu = other._gpu;
     }
     return *this;
   }
@@ -65,25 +66,27 @@ class gpu_allocation {
 
  protected:
   gpu_allocation() noexcept = default;
-  gpu_allocation(std::shared_ptr<gpu_memory> owner, void* data, std::size_t bytes, bool pinned) noexcept
-      : _owner(std::move(owner)), _data(data), _bytes(bytes), _pinned(pinned) {}
+  gpu_allocation(std::shared_ptr<gpu_memory> owner, void* data, std::size_t bytes, bool pinned,
+                 unsigned gpu = 0) noexcept
+      : _owner(std::move(owner)), _data(data), _bytes(bytes), _pinned(pinned), _gpu(gpu) {}
 
  private:
   std::shared_ptr<gpu_memory> _owner;  // the backend's allocator; outlives the runtime if need be
   void* _data = nullptr;
   std::size_t _bytes = 0;
   bool _pinned = false;
+  unsigned _gpu = 0;  // device memory: the logical GPU it belongs to
 };
 }  // namespace detail
 
-// Device memory of the runtime's GPU (runtime::allocate_device).
+// Device memory of one of the runtime's GPUs (runtime::allocate_device).
 class device_buffer : public detail::gpu_allocation {
  public:
   device_buffer() noexcept = default;
 
  private:
-  device_buffer(std::shared_ptr<detail::gpu_memory> owner, void* data, std::size_t bytes) noexcept
-      : gpu_allocation(std::move(owner), data, bytes, false) {}
+  device_buffer(std::shared_ptr<detail::gpu_memory> owner, void* data, std::size_t bytes, unsigned gpu) noexcept
+      : gpu_allocation(std::move(owner), data, bytes, false, gpu) {}
   friend class runtime;
 };
 

@@ -28,6 +28,7 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "tessera/sched/access.hpp"
 #include "tessera/sched/detail/task_fn.hpp"
@@ -73,6 +74,14 @@ struct runtime_options {
   // urgent work still waits for the running blocks of a long GEMM; reserved SMs never do.
   // 0: no reservation, every stream may use every SM.
   unsigned gpu_urgent_sms = 0;
+  // Several GPUs: the CUDA device of each logical GPU, which tasks and copies name by index
+  // (task_builder::gpu). Empty: one, gpu_device. A device may appear more than once, so that the
+  // several-GPU paths (placement, copies between GPUs) run on one physical GPU in tests; each
+  // logical GPU has its own streams, cuBLAS handles, copy streams and scratch all the same.
+  std::vector<int> gpus = {};
+  // Copies between logical GPUs go through pinned host memory even where a direct copy could be
+  // made (peer access, or the same physical GPU): the path a machine without peer access takes.
+  bool gpu_copies_through_host = false;
 };
 
 // The GPU backend is a library of its own, Tessera::sched_cuda (tessera_sched_cuda), so that the
@@ -85,6 +94,10 @@ bool enable_gpu_backend() noexcept;
 struct transfer_stats {
   std::uint64_t h2d_bytes = 0, d2h_bytes = 0;
   std::uint64_t h2d_copies = 0, d2h_copies = 0;
+  // Between logical GPUs (runtime_options::gpus): every copy from one GPU to another; of those, the
+  // ones made through pinned host memory (no peer access, or gpu_copies_through_host).
+  std::uint64_t peer_bytes = 0, peer_copies = 0;
+  std::uint64_t staged_peer_copies = 0;
 };
 
 // A sequence groups tasks for error handling: when a task throws, the tasks of its sequence that
@@ -119,6 +132,7 @@ class task_context {
   // cublasHandle_t, and where a handle's device copy lives (valid on this stream when the body runs).
   void* stream() const;
   void* blas() const;
+  unsigned gpu() const;  // the logical GPU the task runs on (an index into runtime_options::gpus)
   void* device_data(handle h) const;
   std::size_t device_pitch(handle h) const;
 
@@ -167,6 +181,10 @@ class task_builder {
   task_builder& color(std::uint32_t rgb);            // 0xRRGGBB in traces
   task_builder& in(const sequence& s);               // default: the runtime's own sequence
   task_builder& on(device d);                        // default: device::cpu
+  // A GPU task on logical GPU `index` (runtime_options::gpus); implies on(device::gpu). A GPU task
+  // that names none is placed at submission on the GPU that the last GPU writers (in insertion
+  // order) of most of its bytes ran on, or GPU 0 when none did.
+  task_builder& gpu(unsigned index);
 
   void submit();
 
@@ -197,7 +215,9 @@ class runtime {
   // inside one device matrix; otherwise the runtime takes it from a stream-ordered memory pool.
   static bool gpu_available() noexcept;
   bool has_gpu() const noexcept;
-  void place_on_device(handle h, void* device_data, std::size_t device_pitch);
+  unsigned gpus() const noexcept;  // logical GPUs (runtime_options::gpus); 0 without the backend
+  // gpu: which logical GPU's copy lives there (each GPU's copy is placed, or pooled, separately).
+  void place_on_device(handle h, void* device_data, std::size_t device_pitch, unsigned gpu = 0);
   // Forgets h's device copy (before its memory goes): call after a wait, once the host holds what
   // the caller needs (a CPU task that read h brought it home).
   void release_device(handle h);
@@ -209,13 +229,16 @@ class runtime {
   // may not access it: task_builder::add throws std::invalid_argument (so call on(device::gpu)
   // before adding its accesses), and so does on(device::cpu) on a task that has. Throws
   // std::logic_error if the runtime has no GPU backend. handle::data() is null for such data.
-  handle register_device_data(void* device_ptr, std::size_t run_bytes, std::size_t runs, std::size_t pitch);
+  // With several GPUs it lives on logical GPU `gpu`: tasks on other GPUs may read it (the runtime
+  // copies it there), only tasks on its own may write it (a write elsewhere fails that task).
+  handle register_device_data(void* device_ptr, std::size_t run_bytes, std::size_t runs, std::size_t pitch,
+                              unsigned gpu = 0);
 
   // Device memory and pinned host memory owned through this runtime's GPU backend, freed by RAII
   // without synchronizing the device: see tessera/sched/memory.hpp for when a buffer may go.
   // Throw std::runtime_error naming the bytes, the memory kind and the bytes free when the memory
   // cannot be had; std::logic_error if the runtime has no GPU backend.
-  device_buffer allocate_device(std::size_t bytes);
+  device_buffer allocate_device(std::size_t bytes, unsigned gpu = 0);  // on logical GPU gpu
   pinned_buffer allocate_pinned(std::size_t bytes);
 
   // A new task running body (callable as body(task_context&) or body()). Add accesses, submit.
