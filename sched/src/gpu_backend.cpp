@@ -191,6 +191,17 @@ class cuda_backend final : public gpu_backend {
           const cudaError_t e = cudaDeviceEnablePeerAccess(pb, 0);
           if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) can = 0;
           cudaGetLastError();
+          // Peer access does not reach stream-ordered pools: pb's pool (where the runtime puts its
+          // copies) grants pa access of its own, else a direct copy fails with "invalid argument".
+          cudaMemPool_t pool;
+          cudaMemAccessDesc access{};
+          access.location.type = cudaMemLocationTypeDevice;
+          access.location.id = pa;
+          access.flags = cudaMemAccessFlagsProtReadWrite;
+          if (can && (cudaDeviceGetDefaultMemPool(&pool, pb) != cudaSuccess ||
+                      cudaMemPoolSetAccess(pool, &access, 1) != cudaSuccess))
+            can = 0;
+          cudaGetLastError();
         }
         _direct[a * n + b] = can != 0;
       }
@@ -524,9 +535,19 @@ class cuda_backend final : public gpu_backend {
       end = new_event();
       if (src.arrived) check(cudaStreamWaitEvent(dst_gpu.h2d, static_cast<cudaEvent_t>(src.arrived), 0), "cudaStreamWaitEvent");
       if (start) cudaEventRecord(start, dst_gpu.h2d);
-      check(cudaMemcpy2DAsync(dst.data, dst.pitch, src.data, src.pitch, h->run_bytes, h->runs, cudaMemcpyDefault,
-                              dst_gpu.h2d),
-            "copy between GPUs");
+      if (src_gpu.physical == dst_gpu.physical) {
+        check(cudaMemcpy2DAsync(dst.data, dst.pitch, src.data, src.pitch, h->run_bytes, h->runs,
+                                cudaMemcpyDeviceToDevice, dst_gpu.h2d),
+              "copy between GPUs");
+      } else {  // cudaMemcpy2DAsync does not copy between two devices; the 3-D peer copy does
+        cudaMemcpy3DPeerParms p{};
+        p.srcPtr = make_cudaPitchedPtr(const_cast<void*>(src.data), src.pitch, h->run_bytes, h->runs);
+        p.srcDevice = src_gpu.physical;
+        p.dstPtr = make_cudaPitchedPtr(dst.data, dst.pitch, h->run_bytes, h->runs);
+        p.dstDevice = dst_gpu.physical;
+        p.extent = make_cudaExtent(h->run_bytes, h->runs, 1);
+        check(cudaMemcpy3DPeerAsync(&p, dst_gpu.h2d), "copy between GPUs");
+      }
       cudaEventRecord(end, dst_gpu.h2d);
     } else {
       void* staging = pinned_staging(bytes);
