@@ -518,8 +518,8 @@ class cuda_backend final : public gpu_backend {
     return end;
   }
 
-  // h from GPU `from` to GPU `to`, on `to`'s incoming stream: directly (cudaMemcpy2DAsync between
-  // the two devices' memory, a peer copy where they differ), or through pinned host memory in two
+  // h from GPU `from` to GPU `to`, on `to`'s incoming stream: directly (a peer copy between two
+  // physical devices, a device-to-device copy within one), or through pinned host memory in two
   // copies, `from`'s copy stream then `to`'s.
   cudaEvent_t from_gpu(handle_state* h, unsigned from, unsigned to, std::uint64_t for_task) {
     gpu_device &src_gpu = _devices[from], &dst_gpu = _devices[to];
