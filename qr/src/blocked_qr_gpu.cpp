@@ -130,15 +130,8 @@ class blocked_qr {
           .label("gpu_check")
           .color(detail::color_copy)
           .submit();
-      const bool on_device = _on_device;
-      _rt.task([=, this] {
-           if (*count == 0) return;
-           if (!on_device)
-             detail::require_finite_block("A", _m, width(j), a + std::size_t(j) * _nb * lda, lda, 0, j * _nb);
-           detail::invalid(func, "A has " + std::to_string(*count) + " NaN or Inf entries in columns " +
-                                     std::to_string(j * _nb) + " to " + std::to_string(j * _nb + width(j) - 1) +
-                                     ": the input matrix must be finite");
-         })
+      const T* host = _on_device ? nullptr : a + std::size_t(j) * _nb * lda;
+      _rt.task([=, this] { detail::judge_non_finite(func, *count, _m, width(j), host, lda, j * _nb); })
           .read(verdict)
           .accumulate(_checked)
           .label("verdict")

@@ -45,6 +45,17 @@ void require_finite_block(const char* name, int rows, int cols, const T* a, int 
   tessera::check::require_finite("tessera::qr", name, rows, cols, a, lda, r0, c0);
 }
 
+// The blocked QRs' verdict on columns c0 .. c0 + cols - 1 of A (m rows), in which the GPU counted
+// `count` NaN or Inf entries: the first bad entry named from the host copy when there is one
+// (host, lda), else the count.
+template <class T>
+void judge_non_finite(const char* func, unsigned count, int m, int cols, const T* host, int lda, int c0) {
+  if (count == 0) return;
+  if (host) require_finite_block("A", m, cols, host, lda, 0, c0);
+  invalid(func, "A has " + std::to_string(count) + " NaN or Inf entries in columns " + std::to_string(c0) + " to " +
+                    std::to_string(c0 + cols - 1) + ": the input matrix must be finite");
+}
+
 // Trace colours per kernel (0xRRGGBB): the panel warm, the updates cool.
 inline constexpr std::uint32_t color_geqrt = 0xd62728;
 inline constexpr std::uint32_t color_tsqrt = 0xff7f0e;
