@@ -45,6 +45,7 @@
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
 
+#include "../common/cusolver_geqrf.hpp"
 #include "tessera/kernels_gpu/cublas.hpp"
 #endif
 
@@ -213,39 +214,7 @@ template <class T>
 contestant<T> cusolver(bool device_resident) {
   return {device_resident ? "cuSOLVER geqrf (device-resident)" : "cuSOLVER geqrf (host copies in/out)",
           [device_resident](const std::vector<T>& a, int n) {
-            cusolverDnHandle_t h;
-            if (cusolverDnCreate(&h) != CUSOLVER_STATUS_SUCCESS) throw std::runtime_error("cusolverDnCreate failed");
-            T *da = nullptr, *dtau = nullptr, *dwork = nullptr;
-            int* dinfo = nullptr;
-            int lwork = 0;
-            cuda_check(cudaMalloc(&da, sizeof(T) * a.size()), "cudaMalloc");
-            cuda_check(cudaMalloc(&dtau, sizeof(T) * std::size_t(n)), "cudaMalloc");
-            cuda_check(cudaMalloc(&dinfo, sizeof(int)), "cudaMalloc");
-            if constexpr (std::is_same_v<T, float>) cusolverDnSgeqrf_bufferSize(h, n, n, da, n, &lwork);
-            else cusolverDnDgeqrf_bufferSize(h, n, n, da, n, &lwork);
-            cuda_check(cudaMalloc(&dwork, sizeof(T) * std::size_t(lwork)), "cudaMalloc");
-            std::vector<T> out(device_resident ? 0 : a.size()), tau(device_resident ? 0 : std::size_t(n));
-            const auto copy_in = [&] {
-              cuda_check(cudaMemcpy(da, a.data(), sizeof(T) * a.size(), cudaMemcpyHostToDevice), "cudaMemcpy");
-            };
-            if (device_resident) copy_in();
-            cuda_check(cudaDeviceSynchronize(), "sync");
-            const auto t0 = std::chrono::steady_clock::now();
-            if (!device_resident) copy_in();
-            if constexpr (std::is_same_v<T, float>) cusolverDnSgeqrf(h, n, n, da, n, dtau, dwork, lwork, dinfo);
-            else cusolverDnDgeqrf(h, n, n, da, n, dtau, dwork, lwork, dinfo);
-            if (!device_resident) {
-              cuda_check(cudaMemcpy(out.data(), da, sizeof(T) * a.size(), cudaMemcpyDeviceToHost), "cudaMemcpy");
-              cuda_check(cudaMemcpy(tau.data(), dtau, sizeof(T) * tau.size(), cudaMemcpyDeviceToHost), "cudaMemcpy");
-            }
-            cuda_check(cudaDeviceSynchronize(), "cusolver geqrf");
-            const double s = seconds_since(t0);
-            cudaFree(da);
-            cudaFree(dtau);
-            cudaFree(dwork);
-            cudaFree(dinfo);
-            cusolverDnDestroy(h);
-            return s;
+            return tessera::bench::cusolver_geqrf_seconds<T>(a.data(), nullptr, n, device_resident);
           }};
 }
 

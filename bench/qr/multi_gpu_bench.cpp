@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/cusolver_geqrf.hpp"
 #include "../common/machine.hpp"
 #include "tessera/qr.hpp"
 #include "tessera/sched.hpp"
@@ -59,37 +60,6 @@ struct pinned {
   pinned(const pinned&) = delete;
   pinned& operator=(const pinned&) = delete;
 };
-
-// cuSOLVER GEQRF from and back to host memory, everything timed but the allocations.
-template <class T>
-double cusolver_geqrf(const T* a, T* out, int n) {
-  cusolverDnHandle_t h;
-  if (cusolverDnCreate(&h) != CUSOLVER_STATUS_SUCCESS) throw std::runtime_error("cusolverDnCreate failed");
-  const std::size_t count = std::size_t(n) * n;
-  T *da = nullptr, *dtau = nullptr, *dwork = nullptr;
-  int* dinfo = nullptr;
-  int lwork = 0;
-  cuda_check(cudaMalloc(&da, sizeof(T) * count), "cudaMalloc");
-  cuda_check(cudaMalloc(&dtau, sizeof(T) * n), "cudaMalloc");
-  cuda_check(cudaMalloc(&dinfo, sizeof(int)), "cudaMalloc");
-  if constexpr (std::is_same_v<T, float>) cusolverDnSgeqrf_bufferSize(h, n, n, da, n, &lwork);
-  else cusolverDnDgeqrf_bufferSize(h, n, n, da, n, &lwork);
-  cuda_check(cudaMalloc(&dwork, sizeof(T) * std::max(lwork, 1)), "cudaMalloc");
-  std::vector<T> tau(n);
-  const auto t0 = std::chrono::steady_clock::now();
-  cuda_check(cudaMemcpy(da, a, sizeof(T) * count, cudaMemcpyHostToDevice), "cudaMemcpy");
-  if constexpr (std::is_same_v<T, float>) cusolverDnSgeqrf(h, n, n, da, n, dtau, dwork, lwork, dinfo);
-  else cusolverDnDgeqrf(h, n, n, da, n, dtau, dwork, lwork, dinfo);
-  cuda_check(cudaMemcpy(out, da, sizeof(T) * count, cudaMemcpyDeviceToHost), "cudaMemcpy");
-  cuda_check(cudaMemcpy(tau.data(), dtau, sizeof(T) * n, cudaMemcpyDeviceToHost), "cudaMemcpy");
-  const double s = seconds_since(t0);
-  cudaFree(da);
-  cudaFree(dtau);
-  cudaFree(dwork);
-  cudaFree(dinfo);
-  cusolverDnDestroy(h);
-  return s;
-}
 
 struct timing {
   double seconds = 0;
@@ -157,8 +127,8 @@ int run(const options& o) {
                   double(ts.back().moved.peer_bytes) * 1e-9);
     }
     std::vector<double> c;
-    cusolver_geqrf<T>(a.p, work.p, n);  // untimed, as Tessera's first run
-    for (int rep = 0; rep < o.repeat; ++rep) c.push_back(cusolver_geqrf<T>(a.p, work.p, n));
+    tessera::bench::cusolver_geqrf_seconds<T>(a.p, work.p, n, false);  // untimed, as Tessera's first run
+    for (int rep = 0; rep < o.repeat; ++rep) c.push_back(tessera::bench::cusolver_geqrf_seconds<T>(a.p, work.p, n, false));
     const double cs = median(c);
     double best = ts.front().seconds;
     for (const auto& x : ts) best = std::min(best, x.seconds);
