@@ -7,29 +7,15 @@
 #include <string>
 
 #include "detail.hpp"
+#include "tessera/kernels_cpu/blas_threads.hpp"
 #include "tessera/kernels_cpu/check.hpp"
 #include "tessera/sched/runtime.hpp"
-
-// OpenBLAS's own entry points (declared by OpenBLAS's cblas.h only).
-extern "C" {
-void openblas_set_num_threads(int num_threads);
-int openblas_get_num_threads(void);
-}
 
 namespace tessera::batched {
 namespace {
 
 using detail::job;
 using detail::op;
-
-// One BLAS thread per task while it lives: the tasks are the parallelism.
-struct one_blas_thread {
-  int saved = openblas_get_num_threads();
-  one_blas_thread() { openblas_set_num_threads(1); }
-  ~one_blas_thread() { openblas_set_num_threads(saved); }
-  one_blas_thread(const one_blas_thread&) = delete;
-  one_blas_thread& operator=(const one_blas_thread&) = delete;
-};
 
 template <class T>
 void check_batch(const char* fn, const char* name, const batch<T>& m, int rows, int cols) {
@@ -74,7 +60,7 @@ void run_cpu(const job<T>& j, const options& o, report& r) {
   ro.workers = o.threads;
   std::optional<runtime> own;
   runtime& rt = o.rt ? *o.rt : own.emplace(ro);
-  const one_blas_thread one;
+  const blas::blas_threads one(1);  // the tasks are the parallelism
   // Enough ranges to balance the cores, each long enough that a task costs far more than its
   // scheduling (a 32 x 32 GETRF is a few microseconds).
   const long long per = std::max(64LL, j.count / (8LL * rt.workers()) + 1);

@@ -1,20 +1,8 @@
 #pragma once
-// Tile kernels run one per worker, so BLAS inside them must not spawn threads of its own: a scope
-// that sets OpenBLAS's thread count and restores the previous one when it ends.
+// tessera::qr::blas_threads: the scope that holds OpenBLAS's thread count (kernels_cpu's), under
+// the name QR users know.
+#include "tessera/kernels_cpu/blas_threads.hpp"
+
 namespace tessera::qr {
-
-class blas_threads {
- public:
-  explicit blas_threads(int n);   // n >= 1
-  ~blas_threads();
-  blas_threads(const blas_threads&) = delete;
-  blas_threads& operator=(const blas_threads&) = delete;
-
-  static int get();               // OpenBLAS's current thread count
-  static void set(int n);
-
- private:
-  int _saved;
-};
-
+using blas_threads = tessera::blas::blas_threads;
 }  // namespace tessera::qr

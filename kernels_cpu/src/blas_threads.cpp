@@ -1,4 +1,4 @@
-#include "tessera/qr/blas_threads.hpp"
+#include "tessera/kernels_cpu/blas_threads.hpp"
 
 #include <stdexcept>
 #include <string>
@@ -9,7 +9,7 @@ void openblas_set_num_threads(int num_threads);
 int openblas_get_num_threads(void);
 }
 
-namespace tessera::qr {
+namespace tessera::blas {
 
 blas_threads::blas_threads(int n) : _saved(get()) { set(n); }
 blas_threads::~blas_threads() { openblas_set_num_threads(_saved); }
@@ -18,9 +18,9 @@ int blas_threads::get() { return openblas_get_num_threads(); }
 
 void blas_threads::set(int n) {
   if (n < 1)
-    throw std::invalid_argument("tessera::qr::blas_threads: n = " + std::to_string(n) +
+    throw std::invalid_argument("tessera::blas_threads: n = " + std::to_string(n) +
                                 ": must be >= 1");
   openblas_set_num_threads(n);
 }
 
-}  // namespace tessera::qr
+}  // namespace tessera::blas
