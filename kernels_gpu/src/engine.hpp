@@ -116,22 +116,6 @@ template <class T>
 cholqr_handoff cholqr_block(const char* kernel, int m, int nc, T* A, int lda, T* tau, T* Vc, int ldvc, T* Tf,
                             int ldt, void* state, int sms, cudaStream_t stream);
 
-// --- a whole panel block by CholeskyQR2 (cholqr_wide.cu) ---------------------------------------
-// Widest block cholqr_wide factors (its small n x n steps keep the matrix in one block's shared memory).
-inline constexpr int cholqr_wide_max = 128;
-
-// Doubles of workspace cholqr_wide needs for an m x nc block.
-std::size_t cholqr_wide_doubles(int m, int nc);
-
-// The QR of A (m x nc, lda; m >= nc, nc <= cholqr_wide_max) by CholeskyQR2 of the whole block and
-// Householder reconstruction: A := R and V (GEQRT form), Vc (ldvc; null: not written) := V
-// explicit, Tf (nc x nc, ldt) := the block's full T, zeros below its diagonal. Waits for its
-// accuracy checks on the GPU; false (A, Vc and Tf untouched) where CholeskyQR2 is not accurate,
-// and the caller factors the block another way.
-template <class T>
-bool cholqr_wide(const char* kernel, int m, int nc, T* A, int lda, T* Vc, int ldvc, T* Tf, int ldt, double* work,
-                 cublasHandle_t h);
-
 // --- the update as GEMMs -----------------------------------------------------------------------
 // Prepared factors of count TSQRTs: Z_i = [T_i^T; V_i T_i^T] ((kk + m_i) x kk, leading dimension
 // kk + nb, at Z + i*(kk + nb)*kk). G: count*kk*kk elements of scratch.
