@@ -422,6 +422,10 @@ factorization<T> factorize(runtime& rt, matrix_ref<T> a, const options& o) {
       hybrid_options ho;
       ho.lookahead = c.lookahead;
       ho.gpu_rows = c.gpu_rows;
+      ho.gpus = c.gpus;
+      if (rt.gpus() < c.gpus)
+        detail::invalid("factorize", "gpus = " + std::to_string(c.gpus) + " but the runtime has " + std::to_string(rt.gpus()) +
+                                     " (runtime_options_for sets runtime_options::gpus)");
       geqrf_hybrid(rt, f, ho);
     }
     return factorization<T>(std::move(s));

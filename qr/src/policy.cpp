@@ -128,9 +128,10 @@ choice choose(int m, int n, const options& o, bool gpu) {
       invalid(func, "gpus = " + std::to_string(o.gpus) + " but this machine has " + std::to_string(present) +
                         " CUDA device" + (present == 1 ? "" : "s") +
                         " (gpus_on_one_device maps them all onto device 0, for tests)");
-    if (c.on != target::gpu || c.algo != algorithm::blocked)
+    if (!(c.on == target::gpu && c.algo == algorithm::blocked) && c.on != target::hybrid)
       invalid(func, "gpus = " + std::to_string(o.gpus) + " with target " + name(c.on) + ", algorithm " + name(c.algo) +
-                        ": several GPUs split the blocked QR on the GPU (target gpu, algorithm blocked)");
+                        ": several GPUs split the blocked QR on the GPU (target gpu, algorithm blocked) or the "
+                        "tile hybrid's GPU columns (target hybrid)");
     if (c.full_t) invalid(func, "gpus = " + std::to_string(o.gpus) + " with full_t: the full T runs on one GPU");
     c.gpus = o.gpus;
     c.gpus_on_one_device = o.gpus_on_one_device;

@@ -199,7 +199,10 @@ result run(const config& c) {
                    now.peer_bytes - before.peer_bytes, now.peer_copies - before.peer_copies,
                    now.staged_peer_copies - before.staged_peer_copies};
   if (res.choice.gpus > 1)
-    res.peer_per_step = qr::multi_gpu_peer_bytes(c.m, c.n, std::min(res.choice.nb, c.n), res.choice.gpus, sizeof(T));
+    res.peer_per_step = res.choice.on == qr::target::hybrid
+                            ? qr::hybrid_peer_bytes(c.m, c.n, res.choice.nb, res.choice.ib, res.choice.lookahead,
+                                                     res.choice.gpus, sizeof(T))
+                            : qr::multi_gpu_peer_bytes(c.m, c.n, std::min(res.choice.nb, c.n), res.choice.gpus, sizeof(T));
   res.seconds = median(seconds);
   if (c.check) {
     std::vector<T> original;
@@ -329,7 +332,8 @@ int main(int argc, char** argv) {
   app.add_option("--gpu-rows", c.o.gpu_rows, "hybrid: TSQRT rows per GPU task of the bulk update")->check(at_least(1));
   app.add_option("--gpu-streams", c.gpu_streams, "GPU streams")->check(at_least(1));
   app.add_option("--gpus", c.o.gpus,
-                 "gpu, blocked: GPUs that split the trailing matrix (default 1; more than the machine has is an error)")
+                 "gpu, blocked: GPUs that split the trailing matrix; hybrid: GPUs that share the GPU's columns "
+                 "(default 1; more than the machine has is an error)")
       ->check(at_least(1));
   app.add_flag("--gpus-on-one-device", c.o.gpus_on_one_device,
                "tests: every one of --gpus is CUDA device 0 (the several-GPU code on one GPU; no speed-up)");

@@ -86,8 +86,9 @@ struct options {
   // Also the full T of Q = I - V T V^T (n x n) and S = V T^T (m x n): the blocked QR, m >= n; see
   // factorization::copy_t, copy_s, form_q_block, apply_q_block.
   bool full_t = false;
-  // GPUs for the blocked QR on the GPU (target gpu): 0 or 1, one; more, the trailing matrix split
-  // among them by column blocks (blocked_qr_multi_gpu.hpp), host matrices only, refused beyond the
+  // GPUs: 0 or 1, one; more, the blocked QR on the GPU (target gpu) splits the trailing matrix
+  // among them by column blocks (blocked_qr_multi_gpu.hpp, host matrices only), and the tile hybrid
+  // (target hybrid) its GPU columns, in contiguous ranges (geqrf_hybrid.hpp); refused beyond the
   // CUDA devices present unless gpus_on_one_device.
   unsigned gpus = 0;
   // For tests on one GPU: every one of the gpus is CUDA device 0 (runtime_options::gpus), so the
@@ -102,7 +103,7 @@ struct choice {
   int nb = 0, ib = 0, lookahead = 0;
   int bulk_columns = 0, chunked_steps = 0, gpu_rows = 0;
   bool full_t = false;
-  unsigned gpus = 1;               // GPUs the blocked QR on the GPU splits the trailing matrix among
+  unsigned gpus = 1;               // GPUs the blocked QR or the tile hybrid splits its GPU work among
   bool gpus_on_one_device = false;  // options::gpus_on_one_device
   std::string reason;
 };
