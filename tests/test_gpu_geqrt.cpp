@@ -134,7 +134,10 @@ TEST_CASE_TEMPLATE("gpu_geqrt: Q R = A, Q orthogonal, |diag R| as GEQRT, padding
   for (const shape s : {shape{300, 64, 32, 0}, shape{1000, 96, 32, 0}, shape{257, 40, 16, 3},
                         shape{64, 64, 32, 0}, shape{5000, 256, 32, 0}, shape{129, 33, 32, 1},
                         shape{50, 1, 1, 0}, shape{300, 64, 32, 7}, shape{200, 50, 7, 2},
-                        shape{70, 10, 32, 2}, shape{700, 224, 32, 0}, shape{400, 160, 32, 0}}) {
+                        shape{70, 10, 32, 2}, shape{700, 224, 32, 0}, shape{400, 160, 32, 0},
+                        // wider than one whole-block CholeskyQR2 (256): two or three blocks
+                        shape{1200, 384, 32, 0}, shape{600, 300, 32, 1}, shape{2000, 512, 32, 0},
+                        shape{520, 520, 32, 2}}) {
     INFO("m = " << s.m << ", n = " << s.n << ", ib = " << s.ib << ", pad = " << s.pad);
     mat<T> A(s.m, s.n, s.pad);
     A.randomize();
@@ -159,13 +162,15 @@ TEST_CASE_TEMPLATE("gpu_geqrt: a zero column gets tau = 0 and finite factors", T
 }
 
 // Nearly dependent columns put a block past CholeskyQR2's reach (cond(A) ~ 1 / delta): the
-// Householder kernel must take over that block, and only that one (the other blocks are random).
+// whole-block path must decline it and the Householder kernel take over the 32-column block
+// concerned, and only that one (the other blocks are random).
 TEST_CASE_TEMPLATE("gpu_geqrt: ill-conditioned blocks are factored as accurately", T, float, double) {
   struct shape { int m, n, ib, first, last; };
   const double delta = sizeof(T) == sizeof(double) ? 1e-10 : 1e-5;
   double worst[4] = {0, 0, 0, 0};
   for (const shape s : {shape{2000, 64, 32, 0, 32}, shape{3000, 96, 32, 40, 64}, shape{500, 40, 16, 1, 40},
-                        shape{300, 64, 32, 33, 34}}) {
+                        shape{300, 64, 32, 33, 34}, shape{2000, 256, 32, 100, 130},
+                        shape{1500, 384, 32, 250, 300}}) {
     INFO("m = " << s.m << ", n = " << s.n << ", ib = " << s.ib << ", columns " << s.first << " .. " << s.last);
     mat<T> A(s.m, s.n, 1);
     A.randomize();
