@@ -84,7 +84,7 @@ TEST_CASE("batched on the GPU: counts 0 and 1") {
 
 TEST_CASE_TEMPLATE("batched on the GPU, host-resident: streamed in chunks, each operation and layout", T, float, double) {
   for (int n : {1, 5, 8, 16, 23, 32})
-    for (tb::layout lay : {tb::layout::strided, tb::layout::pointers}) {
+    for (tb::layout lay : {tb::layout::strided, tb::layout::pointers, tb::layout::packed}) {
       const tb::place p = streamed_place(n, 2, sizeof(T), 7);
       tb::lu_case<T>(p, lay, n, 100, false);
       tb::inverse_case<T>(p, lay, n, 100, lay == tb::layout::strided);
@@ -116,6 +116,43 @@ TEST_CASE_TEMPLATE("batched on the GPU: a chunked batch equals the in-memory one
     CHECK(ri.chunks >= count / 13);
     CHECK(rl.matrices_per_chunk <= 13);
     CHECK(rl.h2d_bytes >= std::size_t(count) * n * n * sizeof(T));
+    CHECK(ha.get() == da.get());
+    CHECK(hx.get() == dx.get());
+    CHECK(hpiv.get() == dpiv.get());
+    CHECK(hinfo.get() == dinfo.get());
+    CHECK(hinfo2.get() == dinfo2.get());
+  }
+}
+
+// Packed matrices lie back to back, so a chunk is packed and unpacked in one copy each way: that
+// path, with chunks sized by options::chunk_bytes (not the memory cap) and a last partial chunk.
+TEST_CASE_TEMPLATE("batched on the GPU: packed batch in chunks of chunk_bytes equals the in-memory one", T, float,
+                   double) {
+  for (int n : {2, 7, 32}) {
+    CAPTURE(n);
+    const long long count = 777;
+    const auto a0 = tb::random_batch<T>(n, n, count, 7100u + std::uint64_t(n));
+    const tb::place dp = device_place();
+    tb::placed<T> da(dp, n, n, count, tb::layout::packed), dx(dp, n, n, count, tb::layout::packed);
+    da.put(a0);
+    tb::ints dpiv(dp, std::size_t(count * n)), dinfo(dp, std::size_t(count)), dinfo2(dp, std::size_t(count));
+    bt::inverse(da.batch(), dx.batch(), dinfo2.data(), dp.opts);
+    bt::lu(da.batch(), dpiv.data(), dinfo.data(), dp.opts);
+    tb::place hp;
+    hp.where = bt::memory::host;
+    hp.opts.on = bt::target::gpu;
+    hp.opts.depth = 4;
+    hp.opts.threads = 4;
+    const long long per = 19;
+    hp.opts.chunk_bytes = std::size_t(per) * bt::staging_bytes_per_matrix(n, 0, sizeof(T));
+    tb::placed<T> ha(hp, n, n, count, tb::layout::packed), hx(hp, n, n, count, tb::layout::packed);
+    ha.put(a0);
+    tb::ints hpiv(hp, std::size_t(count * n)), hinfo(hp, std::size_t(count)), hinfo2(hp, std::size_t(count));
+    const bt::report ri = bt::inverse(ha.batch(), hx.batch(), hinfo2.data(), hp.opts);
+    const bt::report rl = bt::lu(ha.batch(), hpiv.data(), hinfo.data(), hp.opts);
+    CHECK(rl.matrices_per_chunk == per);
+    CHECK(ri.matrices_per_chunk == per);
+    CHECK(rl.chunks == (count + per - 1) / per);
     CHECK(ha.get() == da.get());
     CHECK(hx.get() == dx.get());
     CHECK(hpiv.get() == dpiv.get());

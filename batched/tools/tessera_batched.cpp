@@ -37,7 +37,7 @@ struct config {
   std::string precision = "d", device = "auto", layout = "strided";
   std::uint64_t seed = 1;
   int repeat = 1, depth = bt::options{}.depth;
-  std::size_t memory_cap = 0;
+  std::size_t memory_cap = 0, chunk_bytes = 0;
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   bool check = false, json = false;
 };
@@ -110,6 +110,7 @@ result run(const config& c) {
   o.on = c.device == "cpu" ? bt::target::cpu : c.device == "gpu" ? bt::target::gpu : bt::target::automatic;
   o.device_memory_cap = c.memory_cap;
   o.depth = c.depth;
+  o.chunk_bytes = c.chunk_bytes;
   o.threads = c.threads;
   result r;
   std::vector<double> times;
@@ -181,6 +182,7 @@ int main(int argc, char** argv) {
   app.add_option("--repeat", c.repeat, "runs; the median time is reported")->check(at_least(1));
   app.add_option("--memory-cap", c.memory_cap, "GPU: bytes of device memory the streamed batch may use (0: 80% of free)");
   app.add_option("--depth", c.depth, "GPU: chunks in flight")->check(at_least(2));
+  app.add_option("--chunk-bytes", c.chunk_bytes, "GPU: bytes of staging a streamed chunk (0: the library's default)");
   app.add_option("--threads", c.threads, "CPU threads (default: all cores)")->check(at_least(1));
   app.add_flag("--check", c.check, "LAPACK's test ratios for every matrix (threshold 60)");
   app.add_flag("--json", c.json, "print one JSON object instead of text");

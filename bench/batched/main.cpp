@@ -25,6 +25,7 @@
 #include "tessera/batched/check.hpp"
 #include "tessera/kernels_gpu/gpu_batched.hpp"
 #include "tessera/sched/runtime.hpp"
+#include "tessera/sched/trace_export.hpp"
 
 namespace {
 
@@ -168,17 +169,38 @@ row measure(int n, long long count, int reps, cudaStream_t s, cublasHandle_t h, 
   return r;
 }
 
-// Pinned host-to-device copy bandwidth (GB/s) of `bytes`, best of 3.
-double pinned_h2d(std::size_t bytes, cudaStream_t s) {
-  void *h, *d;
+// Pinned copy bandwidths (GB/s) of `bytes`, best of 3: host to device, device to host, and both
+// at once on two streams (each way), the link the streamed runs share.
+struct link_rates {
+  double h2d = 0, d2h = 0, both = 0;
+};
+link_rates pinned_link(std::size_t bytes, cudaStream_t s) {
+  void *h, *h2, *d, *d2;
   ok(cudaMallocHost(&h, bytes), "pinned");
+  ok(cudaMallocHost(&h2, bytes), "pinned");
   ok(cudaMalloc(&d, bytes), "malloc");
+  ok(cudaMalloc(&d2, bytes), "malloc");
   std::memset(h, 0, bytes);
+  std::memset(h2, 0, bytes);
+  cudaStream_t s2;
+  ok(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking), "stream");
+  cudaEvent_t joined;
+  ok(cudaEventCreateWithFlags(&joined, cudaEventDisableTiming), "event");
   timer t(s);
-  const double ms = t.best(3, [] {}, [&] { ok(cudaMemcpyAsync(d, h, bytes, cudaMemcpyHostToDevice, s), "h2d"); });
-  cudaFreeHost(h);
-  cudaFree(d);
-  return double(bytes) / ms * 1e-6;
+  link_rates r;
+  r.h2d = double(bytes) / t.best(3, [] {}, [&] { ok(cudaMemcpyAsync(d, h, bytes, cudaMemcpyHostToDevice, s), "h2d"); }) * 1e-6;
+  r.d2h = double(bytes) / t.best(3, [] {}, [&] { ok(cudaMemcpyAsync(h2, d2, bytes, cudaMemcpyDeviceToHost, s), "d2h"); }) * 1e-6;
+  r.both = double(bytes) / t.best(3, [] {}, [&] {
+    ok(cudaMemcpyAsync(d, h, bytes, cudaMemcpyHostToDevice, s), "h2d");
+    ok(cudaMemcpyAsync(h2, d2, bytes, cudaMemcpyDeviceToHost, s2), "d2h");
+    ok(cudaEventRecord(joined, s2), "record");
+    ok(cudaStreamWaitEvent(s, joined, 0), "wait");
+  }) * 1e-6;
+  cudaEventDestroy(joined);
+  cudaStreamDestroy(s2);
+  for (void* p : {h, h2}) cudaFreeHost(p);
+  for (void* p : {d, d2}) cudaFree(p);
+  return r;
 }
 
 struct stream_row {
@@ -186,10 +208,31 @@ struct stream_row {
   int n;
   long long count;
   double seconds, gbs_each_way, link_gbs, chunks;
+  int depth;
+  std::size_t chunk_bytes;
 };
 
+// Where a streamed run's time went, from the runtime's trace of its last repetition: busy time of
+// each track (workers, GPU streams, the H2D and D2H copy streams) and of each task label.
+void print_stream_trace(const tessera::trace_data& tr, const std::string& path) {
+  const tessera::trace_summary sm = tessera::summarize(tr);
+  std::printf("trace of the last run: span %.1f ms; busy of span by track:", sm.span_us * 1e-3);
+  for (std::size_t i = 0; i < tr.tracks.size() && i < sm.busy_us.size(); ++i)
+    if (tr.tracks[i].find("worker") == std::string::npos || i < 2)
+      std::printf(" %s %.0f%%", tr.tracks[i].c_str(), 100 * sm.busy_us[i] / sm.span_us);
+  double workers = 0;
+  for (std::size_t i = 0; i < tr.tracks.size() && i < sm.busy_us.size(); ++i)
+    if (tr.tracks[i].find("worker") != std::string::npos) workers += sm.busy_us[i];
+  std::printf("; all workers %.1f busy cores\n", workers / sm.span_us);
+  for (const tessera::label_stats& l : sm.labels)
+    std::printf("  %-16s %6zu  total %8.1f ms  median %7.1f us  max %7.1f us\n", l.label.c_str(), l.tasks,
+                l.total_us * 1e-3, l.median_us, l.max_us);
+  if (!path.empty()) tessera::write_trace_file(tr, path);
+}
+
 template <class T>
-stream_row streamed(const std::string& op, int n, long long count, double link, unsigned threads, int depth) {
+stream_row streamed(const std::string& op, int n, long long count, double link, unsigned threads, int depth,
+                    std::size_t chunk_bytes, const std::string& trace) {
   const std::size_t nn = std::size_t(n) * n;
   std::vector<T> a(nn * std::size_t(count)), x(op == "inv" ? a.size() : 0);
   {  // filled on all threads: gigabytes
@@ -211,16 +254,24 @@ stream_row streamed(const std::string& op, int n, long long count, double link, 
   o.on = bt::target::gpu;
   o.rt = &rt;
   o.depth = depth;
+  o.chunk_bytes = chunk_bytes;
   double best = 1e30;
   bt::report r;
   for (int rep = 0; rep < 3; ++rep) {
+    rt.enable_trace(!trace.empty() && rep == 2);
     const auto t0 = std::chrono::steady_clock::now();
     if (op == "lu") r = bt::lu(bt::strided(a.data(), n, count), piv.data(), info.data(), o);
     else r = bt::inverse(bt::strided(a.data(), n, count), bt::strided(x.data(), n, count), info.data(), o);
     if (rep > 0) best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   stream_row sr{op, sizeof(T) == 4 ? "s" : "d", n, count, best, double(a.size() * sizeof(T)) / best * 1e-9, link,
-                double(r.chunks)};
+                double(r.chunks), depth, chunk_bytes};
+  if (!trace.empty()) {
+    rt.enable_trace(false);
+    std::printf("streamed %s %s n=%d depth %d chunk %zu: %.1f GB/s each way\n", op.c_str(), sr.prec.c_str(), n, depth,
+                chunk_bytes, sr.gbs_each_way);
+    print_stream_trace(rt.trace(), trace == "-" ? std::string() : trace + "_" + op + sr.prec + std::to_string(n) + ".json");
+  }
   return sr;
 }
 
@@ -236,7 +287,10 @@ int main(int argc, char** argv) {
   std::vector<int> stream_ns{8, 32};
   long long stream_count = 1 << 19;
   unsigned threads = 16;
-  int stream_depth = bt::options{}.depth;
+  std::vector<int> stream_depths{bt::options{}.depth};
+  std::vector<std::size_t> stream_chunks{0};
+  std::string stream_trace;
+  std::vector<std::string> stream_ops{"lu", "inv"};
   app.add_option("--n", ns, "orders (default 1..32)")->delimiter(',');
   app.add_option("--counts", counts, "batch sizes")->delimiter(',');
   app.add_option("--precisions", precisions, "s, d or sd");
@@ -245,7 +299,16 @@ int main(int argc, char** argv) {
   app.add_option("--stream-n", stream_ns, "orders of the streamed host-resident runs (none: -1)")->delimiter(',');
   app.add_option("--stream-count", stream_count, "matrices of the streamed runs");
   app.add_option("--threads", threads, "CPU threads of the streamed runs");
-  app.add_option("--stream-depth", stream_depth, "chunks in flight in the streamed runs");
+  app.add_option("--stream-depth", stream_depths, "chunks in flight in the streamed runs (a list: each is run)")
+      ->delimiter(',');
+  app.add_option("--stream-chunk", stream_chunks, "bytes a chunk in the streamed runs (0: the library's; a list)")
+      ->delimiter(',');
+  app.add_option("--stream-ops", stream_ops, "operations of the streamed runs: lu, inv")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"lu", "inv"}));
+  app.add_option("--stream-trace", stream_trace,
+                 "trace each streamed run's last repetition: print where the time went, and write PREFIX_<op><prec><n>.json "
+                 "(-: print only)");
   app.add_option("--csv", csv, "where every figure goes");
   CLI11_PARSE(app, argc, argv);
   if (ns.empty())
@@ -282,16 +345,26 @@ int main(int argc, char** argv) {
       }
   std::vector<stream_row> srows;
   if (!stream_ns.empty() && stream_ns[0] > 0) {
-    const double link = pinned_h2d(std::size_t(1) << 30, s);
+    const link_rates link = pinned_link(std::size_t(1) << 30, s);
+    std::printf("pinned copies of 1 GiB: H2D %.1f GB/s, D2H %.1f GB/s, both at once %.1f GB/s each way\n", link.h2d,
+                link.d2h, link.both);
+    out << "# pinned H2D " << link.h2d << " GB/s, D2H " << link.d2h << " GB/s, both at once " << link.both
+        << " GB/s each way\n";
     for (char p : precisions)
       for (int n : stream_ns)
-        for (const char* op : {"lu", "inv"}) {
-          const stream_row r = p == 's' ? streamed<float>(op, n, stream_count, link, threads, stream_depth)
-                                        : streamed<double>(op, n, stream_count, link, threads, stream_depth);
-          srows.push_back(r);
-          out << "# streamed," << r.op << "," << r.prec << "," << r.n << "," << r.count << "," << r.seconds << "s,"
-              << r.gbs_each_way << " GB/s each way, pinned H2D " << r.link_gbs << " GB/s, " << r.chunks << " chunks\n";
-        }
+        for (const std::string& op : stream_ops)
+          for (int depth : stream_depths)
+            for (std::size_t chunk : stream_chunks) {
+              const stream_row r =
+                  p == 's' ? streamed<float>(op, n, stream_count, link.h2d, threads, depth, chunk, stream_trace)
+                           : streamed<double>(op, n, stream_count, link.h2d, threads, depth, chunk, stream_trace);
+              srows.push_back(r);
+              std::fprintf(stderr, "streamed %s %s n=%d depth %d chunk %zu: %.4f s, %.1f GB/s each way\n", r.op.c_str(),
+                           r.prec.c_str(), r.n, depth, chunk, r.seconds, r.gbs_each_way);
+              out << "# streamed," << r.op << "," << r.prec << "," << r.n << "," << r.count << ",depth " << depth
+                  << ",chunk " << chunk << "," << r.seconds << "s," << r.gbs_each_way << " GB/s each way, pinned H2D "
+                  << r.link_gbs << " GB/s, " << r.chunks << " chunks\n";
+            }
   }
   // The short table, last.
   std::printf("\n%-4s %3s %8s | %8s %8s %8s | %7s %7s | %9s %9s %9s | %6s %6s\n", "prec", "n", "count", "copy ms",
@@ -304,8 +377,8 @@ int main(int argc, char** argv) {
                 r.cu_getrf_ms / r.lu_ms, (r.cu_getrf_ms + r.cu_getri_ms) / r.inv_ms);
   }
   for (const stream_row& r : srows)
-    std::printf("streamed %s %s n=%d count=%lld depth %d, %u threads: %.3f s, %.1f GB/s each way = %.0f%% of pinned H2D %.1f GB/s (%g chunks)\n",
-                r.op.c_str(), r.prec.c_str(), r.n, r.count, stream_depth, threads, r.seconds, r.gbs_each_way,
+    std::printf("streamed %s %s n=%d count=%lld depth %d chunk %zu, %u threads: %.3f s, %.1f GB/s each way = %.0f%% of pinned H2D %.1f GB/s (%g chunks)\n",
+                r.op.c_str(), r.prec.c_str(), r.n, r.count, r.depth, r.chunk_bytes, threads, r.seconds, r.gbs_each_way,
                 100 * r.gbs_each_way / r.link_gbs, r.link_gbs, r.chunks);
   cublasDestroy(h);
   cudaStreamDestroy(s);

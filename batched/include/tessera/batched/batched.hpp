@@ -71,9 +71,11 @@ struct options {
   // Bytes of device memory a host-resident batch may use on the GPU (staging for the chunks in
   // flight); 0: 80% of what is free. Tests set it small to force many chunks.
   std::size_t device_memory_cap = 0;
-  // Chunks in flight through the GPU (each has its own pinned and device staging, at most 8 MiB),
-  // at least 2: enough that packing and unpacking on the CPUs keep up with the copies.
+  // Chunks in flight through the GPU (each has its own pinned and device staging), at least 2:
+  // enough that packing and unpacking on the CPUs keep up with the copies.
   int depth = 16;
+  // Bytes of staging a chunk (matrices, pivots, info); 0: 8 MiB. The cap above may make it smaller.
+  std::size_t chunk_bytes = 0;
   // CPU threads (the CPU path, packing and unpacking); 0: all cores.
   unsigned threads = 0;
   // A runtime to run on (its workers; for the GPU path it needs gpu_streams >= 1), kept by the
