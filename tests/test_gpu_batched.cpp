@@ -161,6 +161,63 @@ TEST_CASE_TEMPLATE("batched on the GPU: packed batch in chunks of chunk_bytes eq
   }
 }
 
+// A packed batch in pinned memory is copied straight between it and the GPU (no staging of the
+// matrices): LU, the inverse in place and out of place, equal bit for bit to the device-resident
+// run; an output in pageable memory takes the staged path, equal too.
+TEST_CASE_TEMPLATE("batched on the GPU: a packed batch in pinned memory streams in place, equal to the in-memory one", T,
+                   float, double) {
+  struct pinned {
+    T* p = nullptr;
+    explicit pinned(std::size_t n) { cuda_ok(cudaMallocHost(reinterpret_cast<void**>(&p), sizeof(T) * std::max<std::size_t>(n, 1))); }
+    ~pinned() { cudaFreeHost(p); }
+  };
+  for (int n : {3, 17, 32}) {
+    CAPTURE(n);
+    const long long count = 1001, per = 37;
+    const std::size_t elems = std::size_t(count) * std::size_t(n) * std::size_t(n);
+    const auto a0 = tb::random_batch<T>(n, n, count, 6100u + std::uint64_t(n));
+    const tb::place dp = device_place();
+    tb::placed<T> da(dp, n, n, count, tb::layout::packed), dx(dp, n, n, count, tb::layout::packed);
+    da.put(a0);
+    tb::ints dpiv(dp, std::size_t(count * n)), dinfo(dp, std::size_t(count)), dinfo2(dp, std::size_t(count));
+    bt::inverse(da.batch(), dx.batch(), dinfo2.data(), dp.opts);
+    const std::vector<T> inv = dx.get();
+    bt::lu(da.batch(), dpiv.data(), dinfo.data(), dp.opts);
+    const std::vector<T> lu = da.get();
+    bt::options o;
+    o.on = bt::target::gpu;
+    o.depth = 4;
+    o.threads = 2;
+    o.chunk_bytes = std::size_t(per) * bt::staging_bytes_per_matrix(n, 0, sizeof(T));
+    // The batch as the tests lay it out: matrix b's column j at a0[(b * n + j) * n ...] (packed).
+    pinned a(elems), x(elems);
+    std::vector<int> piv(std::size_t(count * n)), info(std::size_t(count), -1), info2(std::size_t(count), -1);
+    std::copy(a0.begin(), a0.end(), a.p);
+    const bt::report ri = bt::inverse(bt::strided(a.p, n, count), bt::strided(x.p, n, count), info2.data(), o);
+    CHECK(ri.copied_in_place);
+    CHECK(ri.chunks == (count + per - 1) / per);
+    CHECK(std::equal(x.p, x.p + elems, inv.begin()));
+    CHECK(std::equal(a.p, a.p + elems, a0.begin()));  // the input is left as it was
+    CHECK(info2 == dinfo2.get());
+    const bt::report rl = bt::lu(bt::strided(a.p, n, count), piv.data(), info.data(), o);
+    CHECK(rl.copied_in_place);
+    CHECK(rl.h2d_bytes >= elems * sizeof(T));
+    CHECK(std::equal(a.p, a.p + elems, lu.begin()));
+    CHECK(piv == dpiv.get());
+    CHECK(info == dinfo.get());
+    // In place.
+    std::copy(a0.begin(), a0.end(), a.p);
+    CHECK(bt::inverse(bt::strided(a.p, n, count), bt::strided(a.p, n, count), info2.data(), o).copied_in_place);
+    CHECK(std::equal(a.p, a.p + elems, inv.begin()));
+    // The output in pageable memory: staged, the same numbers.
+    std::copy(a0.begin(), a0.end(), a.p);
+    std::vector<T> y(elems);
+    const bt::report rs = bt::inverse(bt::strided(a.p, n, count), bt::strided(y.data(), n, count), info2.data(), o);
+    CHECK_FALSE(rs.copied_in_place);
+    CHECK(y == inv);
+  }
+}
+
 TEST_CASE("batched on the GPU: a memory cap too small for one matrix a chunk is refused before allocating") {
   std::vector<double> a(32 * 32 * 4);
   std::vector<int> ipiv(32 * 4), info(4);

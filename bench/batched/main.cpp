@@ -204,7 +204,7 @@ link_rates pinned_link(std::size_t bytes, cudaStream_t s) {
 }
 
 struct stream_row {
-  std::string op, prec;
+  std::string op, prec, memory;
   int n;
   long long count;
   double seconds, gbs_each_way, link_gbs, chunks;
@@ -230,11 +230,33 @@ void print_stream_trace(const tessera::trace_data& tr, const std::string& path) 
   if (!path.empty()) tessera::write_trace_file(tr, path);
 }
 
+// A host batch in pageable memory (std::vector's) or pinned (cudaMallocHost: then the library
+// copies it in place, report::copied_in_place).
+template <class T>
+struct host_batch {
+  T* p = nullptr;
+  std::size_t n = 0;
+  bool pinned = false;
+  std::vector<T> v;
+  host_batch(std::size_t elems, bool pin) : n(elems), pinned(pin) {
+    if (pin) ok(cudaMallocHost(reinterpret_cast<void**>(&p), sizeof(T) * std::max<std::size_t>(elems, 1)), "cudaMallocHost");
+    else p = (v = std::vector<T>(elems)).data();
+  }
+  ~host_batch() {
+    if (pinned) cudaFreeHost(p);
+  }
+  host_batch(const host_batch&) = delete;
+  host_batch& operator=(const host_batch&) = delete;
+  std::size_t size() const { return n; }
+  T& operator[](std::size_t i) { return p[i]; }
+  T* data() { return p; }
+};
+
 template <class T>
 stream_row streamed(const std::string& op, int n, long long count, double link, unsigned threads, int depth,
-                    std::size_t chunk_bytes, const std::string& trace) {
+                    std::size_t chunk_bytes, const std::string& trace, const std::string& memory) {
   const std::size_t nn = std::size_t(n) * n;
-  std::vector<T> a(nn * std::size_t(count)), x(op == "inv" ? a.size() : 0);
+  host_batch<T> a(nn * std::size_t(count), memory == "pinned"), x(op == "inv" ? nn * std::size_t(count) : 0, memory == "pinned");
   {  // filled on all threads: gigabytes
     std::vector<std::thread> pool;
     const std::size_t per = a.size() / threads + 1;
@@ -264,8 +286,8 @@ stream_row streamed(const std::string& op, int n, long long count, double link, 
     else r = bt::inverse(bt::strided(a.data(), n, count), bt::strided(x.data(), n, count), info.data(), o);
     if (rep > 0) best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
-  stream_row sr{op, sizeof(T) == 4 ? "s" : "d", n, count, best, double(a.size() * sizeof(T)) / best * 1e-9, link,
-                double(r.chunks), depth, chunk_bytes};
+  stream_row sr{op, sizeof(T) == 4 ? "s" : "d", memory + (r.copied_in_place ? " (in place)" : ""), n, count, best,
+                double(a.size() * sizeof(T)) / best * 1e-9, link, double(r.chunks), depth, chunk_bytes};
   if (!trace.empty()) {
     rt.enable_trace(false);
     std::printf("streamed %s %s n=%d depth %d chunk %zu: %.1f GB/s each way\n", op.c_str(), sr.prec.c_str(), n, depth,
@@ -291,6 +313,7 @@ int main(int argc, char** argv) {
   std::vector<std::size_t> stream_chunks{0};
   std::string stream_trace;
   std::vector<std::string> stream_ops{"lu", "inv"};
+  std::vector<std::string> stream_memory{"pageable"};
   app.add_option("--n", ns, "orders (default 1..32)")->delimiter(',');
   app.add_option("--counts", counts, "batch sizes")->delimiter(',');
   app.add_option("--precisions", precisions, "s, d or sd");
@@ -302,6 +325,8 @@ int main(int argc, char** argv) {
   app.add_option("--stream-depth", stream_depths, "chunks in flight in the streamed runs (a list: each is run)")
       ->delimiter(',');
   app.add_option("--stream-chunk", stream_chunks, "bytes a chunk in the streamed runs (0: the library's; a list)")
+      ->delimiter(',');
+  app.add_option("--stream-memory", stream_memory, "host memory of the streamed batches: pageable, pinned (a list)")
       ->delimiter(',');
   app.add_option("--stream-ops", stream_ops, "operations of the streamed runs: lu, inv")
       ->delimiter(',')
@@ -354,14 +379,15 @@ int main(int argc, char** argv) {
       for (int n : stream_ns)
         for (const std::string& op : stream_ops)
           for (int depth : stream_depths)
-            for (std::size_t chunk : stream_chunks) {
+            for (std::size_t chunk : stream_chunks)
+              for (const std::string& mem : stream_memory) {
               const stream_row r =
-                  p == 's' ? streamed<float>(op, n, stream_count, link.h2d, threads, depth, chunk, stream_trace)
-                           : streamed<double>(op, n, stream_count, link.h2d, threads, depth, chunk, stream_trace);
+                  p == 's' ? streamed<float>(op, n, stream_count, link.h2d, threads, depth, chunk, stream_trace, mem)
+                           : streamed<double>(op, n, stream_count, link.h2d, threads, depth, chunk, stream_trace, mem);
               srows.push_back(r);
-              std::fprintf(stderr, "streamed %s %s n=%d depth %d chunk %zu: %.4f s, %.1f GB/s each way\n", r.op.c_str(),
-                           r.prec.c_str(), r.n, depth, chunk, r.seconds, r.gbs_each_way);
-              out << "# streamed," << r.op << "," << r.prec << "," << r.n << "," << r.count << ",depth " << depth
+              std::fprintf(stderr, "streamed %s %s n=%d %s depth %d chunk %zu: %.4f s, %.1f GB/s each way\n", r.op.c_str(),
+                           r.prec.c_str(), r.n, r.memory.c_str(), depth, chunk, r.seconds, r.gbs_each_way);
+              out << "# streamed," << r.op << "," << r.prec << "," << r.memory << "," << r.n << "," << r.count << ",depth " << depth
                   << ",chunk " << chunk << "," << r.seconds << "s," << r.gbs_each_way << " GB/s each way, pinned H2D "
                   << r.link_gbs << " GB/s, " << r.chunks << " chunks\n";
             }
@@ -377,8 +403,8 @@ int main(int argc, char** argv) {
                 r.cu_getrf_ms / r.lu_ms, (r.cu_getrf_ms + r.cu_getri_ms) / r.inv_ms);
   }
   for (const stream_row& r : srows)
-    std::printf("streamed %s %s n=%d count=%lld depth %d chunk %zu, %u threads: %.3f s, %.1f GB/s each way = %.0f%% of pinned H2D %.1f GB/s (%g chunks)\n",
-                r.op.c_str(), r.prec.c_str(), r.n, r.count, r.depth, r.chunk_bytes, threads, r.seconds, r.gbs_each_way,
+    std::printf("streamed %s %s n=%d %s count=%lld depth %d chunk %zu, %u threads: %.3f s, %.1f GB/s each way = %.0f%% of pinned H2D %.1f GB/s (%g chunks)\n",
+                r.op.c_str(), r.prec.c_str(), r.n, r.memory.c_str(), r.count, r.depth, r.chunk_bytes, threads, r.seconds, r.gbs_each_way,
                 100 * r.gbs_each_way / r.link_gbs, r.link_gbs, r.chunks);
   cublasDestroy(h);
   cudaStreamDestroy(s);

@@ -93,6 +93,9 @@ struct report {
   long long matrices_per_chunk = 0;
   long long singular = 0;      // matrices with info > 0
   std::size_t h2d_bytes = 0, d2h_bytes = 0;
+  // Streamed LU or inverse of a packed batch in pinned (page-locked) memory: the chunks went
+  // straight between it and the GPU, no core packing or unpacking them.
+  bool copied_in_place = false;
 };
 
 // A = P L U in place.
