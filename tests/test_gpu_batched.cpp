@@ -7,6 +7,8 @@
 
 #include <cuda_runtime.h>
 
+#include <utility>
+
 #include "batched_cases.hpp"
 #include "gpu_test_util.hpp"
 
@@ -93,34 +95,56 @@ TEST_CASE_TEMPLATE("batched on the GPU, host-resident: streamed in chunks, each 
   for (int n : {3, 32}) tb::singular_case<T>(streamed_place(n, 2, sizeof(T), 5), n);
 }
 
+// The device-resident inverse and LU of a batch (one launch each): what every streamed path must
+// equal bit for bit (packed, as placed::get returns them).
+template <class T>
+struct in_memory {
+  std::vector<T> lu, inv;
+  std::vector<int> piv, info, info_inv;
+  in_memory(const std::vector<T>& a0, int n, long long count, tb::layout l) {
+    const tb::place dp = device_place();
+    tb::placed<T> da(dp, n, n, count, l), dx(dp, n, n, count, l);
+    da.put(a0);
+    tb::ints dpiv(dp, std::size_t(count * n)), dinfo(dp, std::size_t(count)), dinfo2(dp, std::size_t(count));
+    bt::inverse(da.batch(), dx.batch(), dinfo2.data(), dp.opts);
+    bt::lu(da.batch(), dpiv.data(), dinfo.data(), dp.opts);
+    lu = da.get();
+    inv = dx.get();
+    piv = dpiv.get();
+    info = dinfo.get();
+    info_inv = dinfo2.get();
+  }
+};
+
+// The inverse and LU of a0 through host place hp, checked against ref; their reports.
+template <class T>
+std::pair<bt::report, bt::report> check_streamed(const tb::place& hp, const std::vector<T>& a0, int n, long long count,
+                                                 tb::layout l, const in_memory<T>& ref) {
+  tb::placed<T> ha(hp, n, n, count, l), hx(hp, n, n, count, l);
+  ha.put(a0);
+  tb::ints hpiv(hp, std::size_t(count * n)), hinfo(hp, std::size_t(count)), hinfo2(hp, std::size_t(count));
+  const bt::report ri = bt::inverse(ha.batch(), hx.batch(), hinfo2.data(), hp.opts);
+  const bt::report rl = bt::lu(ha.batch(), hpiv.data(), hinfo.data(), hp.opts);
+  CHECK(ha.get() == ref.lu);
+  CHECK(hx.get() == ref.inv);
+  CHECK(hpiv.get() == ref.piv);
+  CHECK(hinfo.get() == ref.info);
+  CHECK(hinfo2.get() == ref.info_inv);
+  return {ri, rl};
+}
+
 TEST_CASE_TEMPLATE("batched on the GPU: a chunked batch equals the in-memory one bit for bit", T, float, double) {
   for (int n : {4, 17, 32}) {
     CAPTURE(n);
     const long long count = 1000;
     const auto a0 = tb::random_batch<T>(n, n, count, 9000u + std::uint64_t(n));
-    // In device memory, one launch over the whole batch.
-    const tb::place dp = device_place();
-    tb::placed<T> da(dp, n, n, count, tb::layout::strided), dx(dp, n, n, count, tb::layout::strided);
-    da.put(a0);
-    tb::ints dpiv(dp, std::size_t(count * n)), dinfo(dp, std::size_t(count)), dinfo2(dp, std::size_t(count));
-    bt::inverse(da.batch(), dx.batch(), dinfo2.data(), dp.opts);
-    bt::lu(da.batch(), dpiv.data(), dinfo.data(), dp.opts);
+    const in_memory<T> ref(a0, n, count, tb::layout::strided);
     // Host-resident, through the GPU in chunks of 13 matrices.
-    const tb::place hp = streamed_place(n, 0, sizeof(T), 13);
-    tb::placed<T> ha(hp, n, n, count, tb::layout::strided), hx(hp, n, n, count, tb::layout::strided);
-    ha.put(a0);
-    tb::ints hpiv(hp, std::size_t(count * n)), hinfo(hp, std::size_t(count)), hinfo2(hp, std::size_t(count));
-    const bt::report ri = bt::inverse(ha.batch(), hx.batch(), hinfo2.data(), hp.opts);
-    const bt::report rl = bt::lu(ha.batch(), hpiv.data(), hinfo.data(), hp.opts);
+    const auto [ri, rl] = check_streamed(streamed_place(n, 0, sizeof(T), 13), a0, n, count, tb::layout::strided, ref);
     CHECK(rl.chunks >= count / 13);
     CHECK(ri.chunks >= count / 13);
     CHECK(rl.matrices_per_chunk <= 13);
     CHECK(rl.h2d_bytes >= std::size_t(count) * n * n * sizeof(T));
-    CHECK(ha.get() == da.get());
-    CHECK(hx.get() == dx.get());
-    CHECK(hpiv.get() == dpiv.get());
-    CHECK(hinfo.get() == dinfo.get());
-    CHECK(hinfo2.get() == dinfo2.get());
   }
 }
 
@@ -132,12 +156,7 @@ TEST_CASE_TEMPLATE("batched on the GPU: packed batch in chunks of chunk_bytes eq
     CAPTURE(n);
     const long long count = 777;
     const auto a0 = tb::random_batch<T>(n, n, count, 7100u + std::uint64_t(n));
-    const tb::place dp = device_place();
-    tb::placed<T> da(dp, n, n, count, tb::layout::packed), dx(dp, n, n, count, tb::layout::packed);
-    da.put(a0);
-    tb::ints dpiv(dp, std::size_t(count * n)), dinfo(dp, std::size_t(count)), dinfo2(dp, std::size_t(count));
-    bt::inverse(da.batch(), dx.batch(), dinfo2.data(), dp.opts);
-    bt::lu(da.batch(), dpiv.data(), dinfo.data(), dp.opts);
+    const in_memory<T> ref(a0, n, count, tb::layout::packed);
     tb::place hp;
     hp.where = bt::memory::host;
     hp.opts.on = bt::target::gpu;
@@ -145,19 +164,11 @@ TEST_CASE_TEMPLATE("batched on the GPU: packed batch in chunks of chunk_bytes eq
     hp.opts.threads = 4;
     const long long per = 19;
     hp.opts.chunk_bytes = std::size_t(per) * bt::staging_bytes_per_matrix(n, 0, sizeof(T));
-    tb::placed<T> ha(hp, n, n, count, tb::layout::packed), hx(hp, n, n, count, tb::layout::packed);
-    ha.put(a0);
-    tb::ints hpiv(hp, std::size_t(count * n)), hinfo(hp, std::size_t(count)), hinfo2(hp, std::size_t(count));
-    const bt::report ri = bt::inverse(ha.batch(), hx.batch(), hinfo2.data(), hp.opts);
-    const bt::report rl = bt::lu(ha.batch(), hpiv.data(), hinfo.data(), hp.opts);
+    const auto [ri, rl] = check_streamed(hp, a0, n, count, tb::layout::packed, ref);
     CHECK(rl.matrices_per_chunk == per);
     CHECK(ri.matrices_per_chunk == per);
     CHECK(rl.chunks == (count + per - 1) / per);
-    CHECK(ha.get() == da.get());
-    CHECK(hx.get() == dx.get());
-    CHECK(hpiv.get() == dpiv.get());
-    CHECK(hinfo.get() == dinfo.get());
-    CHECK(hinfo2.get() == dinfo2.get());
+    CHECK_FALSE(rl.copied_in_place);  // pageable
   }
 }
 
@@ -176,14 +187,8 @@ TEST_CASE_TEMPLATE("batched on the GPU: a packed batch in pinned memory streams 
     const long long count = 1001, per = 37;
     const std::size_t elems = std::size_t(count) * std::size_t(n) * std::size_t(n);
     const auto a0 = tb::random_batch<T>(n, n, count, 6100u + std::uint64_t(n));
-    const tb::place dp = device_place();
-    tb::placed<T> da(dp, n, n, count, tb::layout::packed), dx(dp, n, n, count, tb::layout::packed);
-    da.put(a0);
-    tb::ints dpiv(dp, std::size_t(count * n)), dinfo(dp, std::size_t(count)), dinfo2(dp, std::size_t(count));
-    bt::inverse(da.batch(), dx.batch(), dinfo2.data(), dp.opts);
-    const std::vector<T> inv = dx.get();
-    bt::lu(da.batch(), dpiv.data(), dinfo.data(), dp.opts);
-    const std::vector<T> lu = da.get();
+    const in_memory<T> ref(a0, n, count, tb::layout::packed);
+    const std::vector<T>&inv = ref.inv, &lu = ref.lu;
     bt::options o;
     o.on = bt::target::gpu;
     o.depth = 4;
@@ -198,13 +203,13 @@ TEST_CASE_TEMPLATE("batched on the GPU: a packed batch in pinned memory streams 
     CHECK(ri.chunks == (count + per - 1) / per);
     CHECK(std::equal(x.p, x.p + elems, inv.begin()));
     CHECK(std::equal(a.p, a.p + elems, a0.begin()));  // the input is left as it was
-    CHECK(info2 == dinfo2.get());
+    CHECK(info2 == ref.info_inv);
     const bt::report rl = bt::lu(bt::strided(a.p, n, count), piv.data(), info.data(), o);
     CHECK(rl.copied_in_place);
     CHECK(rl.h2d_bytes >= elems * sizeof(T));
     CHECK(std::equal(a.p, a.p + elems, lu.begin()));
-    CHECK(piv == dpiv.get());
-    CHECK(info == dinfo.get());
+    CHECK(piv == ref.piv);
+    CHECK(info == ref.info);
     // In place.
     std::copy(a0.begin(), a0.end(), a.p);
     CHECK(bt::inverse(bt::strided(a.p, n, count), bt::strided(a.p, n, count), info2.data(), o).copied_in_place);

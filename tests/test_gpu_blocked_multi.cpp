@@ -18,18 +18,14 @@
 
 #include "tessera/qr.hpp"
 #include "tessera/sched.hpp"
+#include "multi_gpu_util.hpp"
 #include "test_util.hpp"
 
 namespace {
 const bool skip_without_device = tessera::testing::skip_unless(tessera::qr::gpu_available());
 
-// The QR's runtime on `gpus` logical GPUs, GPU i on CUDA device i mod the devices present.
 tessera::runtime_options logical_gpus(unsigned gpus, bool through_host = false) {
-  tessera::runtime_options o = tessera::qr::gpu_runtime_options(4);
-  const int present = std::max(1, tessera::qr::gpu_count());
-  for (unsigned i = 0; i < gpus; ++i) o.gpus.push_back(static_cast<int>(i) % present);
-  o.gpu_copies_through_host = through_host;
-  return o;
+  return tessera::testing::logical_gpus(gpus, 4, through_host);
 }
 
 template <class T>
