@@ -22,9 +22,10 @@ namespace tessera::qr {
 // CholeskyQR2 panels; smaller matrices want narrower panels.
 int default_blocked_nb(int n) noexcept { return n >= 32768 ? 512 : n >= 16384 ? 384 : n >= 4096 ? 256 : 128; }
 
-// Measured on an H100 (docs/architecture.md), device memory, with the full T: nb 384 against 256
-// took 0.0367 against 0.0399 s at n = 6000 and 0.0589 against 0.0609 s at 8192.
-int default_full_t_nb(int n) noexcept { return n >= 4096 ? std::max(384, default_blocked_nb(n)) : default_blocked_nb(n); }
+// Measured on an H100 (docs/architecture.md), device memory, with the full T: nb 512 against 384
+// took 0.0349 against 0.0371 s at n = 6000 and 0.0814 against 0.0841 s at 10000 (0.8-1.4% at
+// 8000, 12000 and 15000); 640 was no better.
+int default_full_t_nb(int n) noexcept { return n >= 4096 ? std::max(512, default_blocked_nb(n)) : default_blocked_nb(n); }
 
 // Measured on an H100 (docs/architecture.md): lookahead 3 is 1-4% faster than 1 from n = 16384 and
 // 2-3% slower below.

@@ -31,7 +31,7 @@ struct blocked_options {
 // Panel width when none is given (measured: docs/architecture.md).
 int default_blocked_nb(int n) noexcept;
 
-// Panel width with the full T when none is given: wider panels from n = 4096 (at least 384), whose
+// Panel width with the full T when none is given: wider panels from n = 4096 (at least 512), whose
 // steps of T and S are fewer and wider GEMMs (measured: docs/architecture.md, "The full T and S").
 int default_full_t_nb(int n) noexcept;
 
