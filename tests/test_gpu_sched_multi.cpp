@@ -56,6 +56,14 @@ std::vector<int> devices(int count) {
   return ids;
 }
 
+// Two workers and `count` logical GPUs of `streams` streams each.
+tessera::runtime_options on_gpus(int count, unsigned streams, bool through_host = false) {
+  tessera::runtime_options o{.workers = 2, .gpu_streams = streams};
+  o.gpus = devices(count);
+  o.gpu_copies_through_host = through_host;
+  return o;
+}
+
 // The ways several logical GPUs are tested here: two and three, copies direct or through the host.
 std::vector<tessera::runtime_options> configs() {
   tessera::runtime_options two{.workers = 3, .gpu_streams = 2};
@@ -75,9 +83,7 @@ TEST_CASE("two logical GPUs: RAW across GPUs copies the datum between them, chec
   constexpr int n = 3000;
   for (bool through_host : {false, true}) {
     CAPTURE(through_host);
-    tessera::runtime_options o{.workers = 2, .gpu_streams = 2};
-    o.gpus = devices(2);
-    o.gpu_copies_through_host = through_host;
+    const tessera::runtime_options o = on_gpus(2, 2, through_host);
     tessera::runtime rt(o);
     REQUIRE(rt.gpus() == 2);
     std::vector<double> x(n), y(n, 1.0);
@@ -183,9 +189,7 @@ TEST_CASE("several logical GPUs: random CPU/GPU programs equal sequential execut
 }
 
 TEST_CASE("placement: a GPU task that names no GPU runs where most of its data was last written") {
-  tessera::runtime_options o{.workers = 2, .gpu_streams = 1};
-  o.gpus = devices(3);
-  tessera::runtime rt(o);
+  tessera::runtime rt(on_gpus(3, 1));
   std::vector<double> big(1000, 1.0), small(10, 1.0);
   auto hb = rt.register_data(big.data(), big.size() * sizeof(double));
   auto hs = rt.register_data(small.data(), small.size() * sizeof(double));
@@ -235,9 +239,7 @@ TEST_CASE("errors from a task on GPU 1 reach the caller; the runtime stays usabl
 }
 
 TEST_CASE("device-only data lives on its GPU: other GPUs read copies, a write elsewhere fails") {
-  tessera::runtime_options o{.workers = 2, .gpu_streams = 1};
-  o.gpus = devices(2);
-  tessera::runtime rt(o);
+  tessera::runtime rt(on_gpus(2, 1));
   constexpr int n = 256;
   tessera::device_buffer buf = rt.allocate_device(n * sizeof(double), 1);
   std::vector<double> init(n), out(n, 0.0);
@@ -262,9 +264,7 @@ TEST_CASE("device-only data lives on its GPU: other GPUs read copies, a write el
 }
 
 TEST_CASE("data placed on GPU 1 is used there in place") {
-  tessera::runtime_options o{.workers = 2, .gpu_streams = 1};
-  o.gpus = devices(2);
-  tessera::runtime rt(o);
+  tessera::runtime rt(on_gpus(2, 1));
   constexpr int n = 128;
   tessera::device_buffer buf = rt.allocate_device(n * sizeof(double), 1);
   std::vector<double> x(n, 3.0);

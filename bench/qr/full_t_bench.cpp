@@ -34,6 +34,7 @@
 
 #include "../common/machine.hpp"
 #include "../common/svg_chart.hpp"
+#include "tessera/tools/cli.hpp"
 #include "tessera/kernels_cpu/blas.hpp"
 #include "tessera/qr.hpp"
 #include "tessera/qr/blocked_qr_gpu.hpp"
@@ -311,16 +312,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
+    return tessera::tools::parse_failed(app, e);
   }
-  try {
+  return tessera::tools::run_with_exit_codes("tessera_full_t_bench", [&] {
     return o.precision == "s" ? run<float>(o) : run<double>(o);
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "tessera_full_t_bench: error: %s\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "tessera_full_t_bench: failed: %s\n", e.what());
-    return 1;
-  }
+  });
 }

@@ -27,6 +27,7 @@
 
 #include "../common/cusolver_geqrf.hpp"
 #include "../common/machine.hpp"
+#include "tessera/tools/cli.hpp"
 #include "tessera/qr.hpp"
 #include "tessera/sched.hpp"
 
@@ -165,20 +166,13 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
+    return tessera::tools::parse_failed(app, e);
   }
-  try {
+  return tessera::tools::run_with_exit_codes("tessera_qr_multi_gpu_bench", [&] {
     if (!tessera::qr::gpu_available()) {
       std::printf("tessera_qr_multi_gpu_bench: no CUDA device\n");
       return 0;
     }
     return o.precision == "s" ? run<float>(o) : run<double>(o);
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "tessera_qr_multi_gpu_bench: error: %s\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "tessera_qr_multi_gpu_bench: failed: %s\n", e.what());
-    return 1;
-  }
+  });
 }

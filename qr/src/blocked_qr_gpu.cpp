@@ -11,6 +11,7 @@
 #if TESSERA_QR_CUDA
 #include <cuda_runtime.h>
 
+#include "blocked_tasks.hpp"
 #include "tessera/kernels_gpu.hpp"
 #include "tessera/sched/memory.hpp"
 #include "tessera/sched/cuda.hpp"
@@ -43,8 +44,9 @@ int bulk_width(int k, int nt, const blocked_options& o) {
 }
 
 constexpr const char* func = "blocked_qr_gpu";
-// All three go to the urgent stream; among its queued tasks the panel chain goes first.
-constexpr int panel_priority = urgent_priority + 1, ahead_priority = urgent_priority, bulk_priority = 1;
+using detail::ahead_priority;
+using detail::bulk_priority;
+using detail::panel_priority;
 
 // The device matrix and T, one handle per column block and per T block, the task insertion. With
 // a host matrix the device copies live in buffers of this class and the runtime moves the column
@@ -132,12 +134,7 @@ class blocked_qr {
           .color(detail::color_copy)
           .submit();
       const T* host = _on_device ? nullptr : a + std::size_t(j) * _nb * lda;
-      _rt.task([=, this] { detail::judge_non_finite(func, *count, _m, width(j), host, lda, j * _nb); })
-          .read(verdict)
-          .accumulate(_checked)
-          .label("verdict")
-          .color(detail::color_copy)
-          .submit();
+      detail::submit_verdict(_rt, func, count, _m, width(j), host, lda, j * _nb, verdict, _checked);
     }
   }
 
@@ -145,19 +142,7 @@ class blocked_qr {
     const int rows = _m - k * _nb, w = width(k), ib = std::min(_ib, w);
     T* a = column(k) + std::size_t(k) * _nb;
     T* tk = t_block(k);
-    const int ldda = _ldda, lddt = _lddt;
-    const std::size_t lwork = kernels::gpu_geqrt_workspace_size(rows, w, ib);
-    _rt.task([=](task_context& ctx) {
-         kernels::gpu_geqrt(rows, w, ib, a, ldda, tk, lddt, static_cast<T*>(ctx.scratch(0)), lwork, blas_of(ctx));
-       })
-        .on(device::gpu)
-        .read_write(_col[k])
-        .write(_t[k])
-        .scratch(sizeof(T) * lwork)
-        .priority(panel_priority)
-        .label("gpu_geqrt")
-        .color(detail::color_geqrt)
-        .submit();
+    detail::panel_task(_rt, rows, w, ib, a, _ldda, tk, _lddt).on(device::gpu).read_write(_col[k]).write(_t[k]).submit();
   }
 
   // Q_k^T applied to column blocks [j0, j1), rows k*nb.. : one task inheriting each block's hazards.

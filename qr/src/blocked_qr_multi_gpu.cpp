@@ -11,6 +11,7 @@
 #if TESSERA_QR_CUDA
 #include <cuda_runtime.h>
 
+#include "blocked_tasks.hpp"
 #include "tessera/kernels_gpu.hpp"
 #include "tessera/sched/cuda.hpp"
 #include "tessera/sched/memory.hpp"
@@ -36,8 +37,9 @@ std::vector<std::uint64_t> multi_gpu_peer_bytes(int m, int n, int nb, unsigned g
 namespace {
 
 constexpr const char* func = "blocked_qr_multi_gpu";
-// As in blocked_qr_gpu: the panel chain first on the urgent streams, then the lookahead columns.
-constexpr int panel_priority = urgent_priority + 1, ahead_priority = urgent_priority, bulk_priority = 1;
+using detail::ahead_priority;
+using detail::bulk_priority;
+using detail::panel_priority;
 
 // Column block j lives on GPU j mod G, in that GPU's own m x (its columns) device matrix, where its
 // owner's blocks sit side by side: every GPU's trailing columns are one GEMM operand. Column block j
@@ -102,30 +104,16 @@ class multi_gpu_qr {
       if (_top[j]) b.read(_top[j]);
       b.read(_bottom[j]).write(verdict).label("gpu_check").color(detail::color_copy).submit();
       const T* host = a + std::size_t(j) * _nb * lda;
-      _rt.task([=, this] { detail::judge_non_finite(func, *count, _m, width(j), host, lda, j * _nb); })
-          .read(verdict)
-          .accumulate(_checked)
-          .label("verdict")
-          .color(detail::color_copy)
-          .submit();
+      detail::submit_verdict(_rt, func, count, _m, width(j), host, lda, j * _nb, verdict, _checked);
     }
   }
 
   void panel(int k) {
-    const int rows = _m - k * _nb, w = width(k), ib = std::min(_ib, w), ldda = _m, lddt = _nb;
-    T* a = column(k) + std::size_t(k) * _nb;
-    T* tk = t_block(k);
-    const std::size_t lwork = kernels::gpu_geqrt_workspace_size(rows, w, ib);
-    _rt.task([=](task_context& ctx) {
-         kernels::gpu_geqrt(rows, w, ib, a, ldda, tk, lddt, static_cast<T*>(ctx.scratch(0)), lwork, blas_of(ctx));
-       })
+    const int rows = _m - k * _nb, w = width(k), ib = std::min(_ib, w);
+    detail::panel_task(_rt, rows, w, ib, column(k) + std::size_t(k) * _nb, _m, t_block(k), _nb)
         .gpu(owner(k))
         .read_write(_bottom[k])
         .write(_t[k])
-        .scratch(sizeof(T) * lwork)
-        .priority(panel_priority)
-        .label("gpu_geqrt")
-        .color(detail::color_geqrt)
         .submit();
   }
 

@@ -292,19 +292,9 @@ class cuda_backend final : public gpu_backend {
     const gpu_device& d = _devices[pinned ? 0 : gpu];
     device_scope on(d.physical);
     void* p = nullptr;
-    if (pinned) {
-      const bool injected = take_injected(injected_allocation_failures);
-      if (!injected && (p = reuse_pinned(bytes))) return p;
-      const cudaError_t e = injected ? cudaErrorMemoryAllocation : cudaMallocHost(&p, bytes ? bytes : 1);
-      if (e != cudaSuccess) {
-        cudaGetLastError();
-        throw out_of_memory("tessera::runtime::allocate_pinned: cannot allocate " + std::to_string(bytes) +
-                                 " bytes of pinned host memory (" + cudaGetErrorString(e) + ")");
-      }
-      std::lock_guard lock(_mutex);
-      _pinned_sizes[p] = bytes ? bytes : 1;
-      return p;
-    }
+    if (pinned)
+      return new_pinned(bytes, "tessera::runtime::allocate_pinned: cannot allocate ", "",
+                        take_injected(injected_allocation_failures));
     // Synchronizing the memory stream (not the device) makes p usable on any stream at once.
     cudaError_t e = malloc_async(&p, bytes, d.mem);
     if (e == cudaSuccess) e = cudaStreamSynchronize(d.mem);
@@ -588,14 +578,21 @@ class cuda_backend final : public gpu_backend {
     return end;
   }
 
-  // Pinned memory for a copy between GPUs through the host: from the cache, else new.
+  // Pinned memory for a copy between GPUs through the host.
   void* pinned_staging(std::size_t bytes) {
-    if (void* p = reuse_pinned(bytes)) return p;
+    return new_pinned(bytes, "cannot allocate ", " for a copy between GPUs", false);
+  }
+
+  // Pinned host memory from the cache, else new (injected: fail as if there were none); the error
+  // reads before + "<bytes> bytes of pinned host memory" + after + " (CUDA's reason)".
+  void* new_pinned(std::size_t bytes, const char* before, const char* after, bool injected) {
     void* p = nullptr;
-    if (const cudaError_t e = cudaMallocHost(&p, bytes ? bytes : 1); e != cudaSuccess) {
+    if (!injected && (p = reuse_pinned(bytes))) return p;
+    const cudaError_t e = injected ? cudaErrorMemoryAllocation : cudaMallocHost(&p, bytes ? bytes : 1);
+    if (e != cudaSuccess) {
       cudaGetLastError();
-      throw out_of_memory("cannot allocate " + std::to_string(bytes) +
-                          " bytes of pinned host memory for a copy between GPUs (" + cudaGetErrorString(e) + ")");
+      throw out_of_memory(before + std::to_string(bytes) + " bytes of pinned host memory" + after + " (" +
+                          cudaGetErrorString(e) + ")");
     }
     std::lock_guard lock(_mutex);
     _pinned_sizes[p] = bytes ? bytes : 1;
