@@ -3,6 +3,8 @@
 // argument checks. The same cases run on the GPU in test_gpu_batched.cpp.
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include <stdexcept>
 
 #include "batched_cases.hpp"
@@ -83,6 +85,12 @@ TEST_CASE("batched: bad arguments name the argument") {
   CHECK(invalid_message([&] {
           bt::lu(bt::strided(a.data(), 4, 2), ipiv.data(), info.data(), {.on = bt::target::cpu, .depth = 1});
         }) == "tessera::batched::lu: options.depth = 1: must be >= 2");
+  CHECK(invalid_message([&] {
+          bt::lu(bt::strided(a.data(), 4, 2), ipiv.data(), info.data(), {.on = bt::target::cpu, .cpu_share = 1.5});
+        }) == "tessera::batched::lu: options.cpu_share = 1.5: must be <= 1 (negative: measured)");
+  CHECK(invalid_message([&] {
+          bt::lu(bt::strided(a.data(), 4, 2), ipiv.data(), info.data(), {.cpu_share = std::nan("")});
+        }) == "tessera::batched::lu: options.cpu_share = nan: must be <= 1 (negative: measured)");
   if (!bt::gpu_available()) {
     CHECK(invalid_message([&] {
             bt::lu(bt::strided(a.data(), 4, 2), ipiv.data(), info.data(), {.on = bt::target::gpu});

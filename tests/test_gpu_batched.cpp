@@ -43,11 +43,24 @@ tb::place streamed_place(int n, int nrhs, std::size_t es, long long per_chunk) {
   p.opts.on = bt::target::gpu;
   p.opts.depth = 3;
   p.opts.threads = 4;
+  p.opts.cpu_share = 0;  // every matrix through the GPU (the CPUs' share has its own cases)
   // The library gives each of a chunk's (at most 4) sections up to 256 bytes of alignment.
   p.opts.device_memory_cap = 3 * (std::size_t(per_chunk) * bt::staging_bytes_per_matrix(n, nrhs, es) + 1024);
   p.name = "gpu, streamed";
   return p;
 }
+
+// n elements of page-locked host memory.
+template <class T>
+struct pinned_array {
+  T* p = nullptr;
+  explicit pinned_array(std::size_t n) {
+    cuda_ok(cudaMallocHost(reinterpret_cast<void**>(&p), sizeof(T) * std::max<std::size_t>(n, 1)));
+  }
+  ~pinned_array() { cudaFreeHost(p); }
+  pinned_array(const pinned_array&) = delete;
+  pinned_array& operator=(const pinned_array&) = delete;
+};
 
 }  // namespace
 
@@ -162,6 +175,7 @@ TEST_CASE_TEMPLATE("batched on the GPU: packed batch in chunks of chunk_bytes eq
     hp.opts.on = bt::target::gpu;
     hp.opts.depth = 4;
     hp.opts.threads = 4;
+    hp.opts.cpu_share = 0;
     const long long per = 19;
     hp.opts.chunk_bytes = std::size_t(per) * bt::staging_bytes_per_matrix(n, 0, sizeof(T));
     const auto [ri, rl] = check_streamed(hp, a0, n, count, tb::layout::packed, ref);
@@ -177,11 +191,7 @@ TEST_CASE_TEMPLATE("batched on the GPU: packed batch in chunks of chunk_bytes eq
 // run; an output in pageable memory takes the staged path, equal too.
 TEST_CASE_TEMPLATE("batched on the GPU: a packed batch in pinned memory streams in place, equal to the in-memory one", T,
                    float, double) {
-  struct pinned {
-    T* p = nullptr;
-    explicit pinned(std::size_t n) { cuda_ok(cudaMallocHost(reinterpret_cast<void**>(&p), sizeof(T) * std::max<std::size_t>(n, 1))); }
-    ~pinned() { cudaFreeHost(p); }
-  };
+  using pinned = pinned_array<T>;
   for (int n : {3, 17, 32}) {
     CAPTURE(n);
     const long long count = 1001, per = 37;
@@ -193,6 +203,7 @@ TEST_CASE_TEMPLATE("batched on the GPU: a packed batch in pinned memory streams 
     o.on = bt::target::gpu;
     o.depth = 4;
     o.threads = 2;
+    o.cpu_share = 0;
     o.chunk_bytes = std::size_t(per) * bt::staging_bytes_per_matrix(n, 0, sizeof(T));
     // The batch as the tests lay it out: matrix b's column j at a0[(b * n + j) * n ...] (packed).
     pinned a(elems), x(elems);
@@ -220,6 +231,68 @@ TEST_CASE_TEMPLATE("batched on the GPU: a packed batch in pinned memory streams 
     const bt::report rs = bt::inverse(bt::strided(a.p, n, count), bt::strided(y.data(), n, count), info2.data(), o);
     CHECK_FALSE(rs.copied_in_place);
     CHECK(y == inv);
+  }
+}
+
+// The CPUs' share (options::cpu_share): the batch's last matrices by LAPACK in the caller's memory
+// while the rest streams through the GPU; each part equal bit for bit to its own path's run (the
+// device-resident kernels; the CPU path), staged and in place, fixed, all and measured shares.
+TEST_CASE_TEMPLATE("batched on the GPU: the CPUs' share of a host batch equals each path's own run", T, float, double) {
+  for (int n : {5, 17, 32}) {
+    CAPTURE(n);
+    const long long count = 1500;
+    const std::size_t nn = std::size_t(n) * std::size_t(n), elems = std::size_t(count) * nn;
+    const auto a0 = tb::random_batch<T>(n, n, count, 5300u + std::uint64_t(n));
+    const in_memory<T> gpu(a0, n, count, tb::layout::packed);
+    std::vector<T> clu(a0), cinv(elems);
+    std::vector<int> cpiv(static_cast<std::size_t>(count * n)), cinfo(static_cast<std::size_t>(count)),
+        cinfo2(static_cast<std::size_t>(count));
+    bt::options cpu;
+    cpu.on = bt::target::cpu;
+    cpu.threads = 2;
+    bt::inverse(bt::strided(clu.data(), n, count), bt::strided(cinv.data(), n, count), cinfo2.data(), cpu);
+    bt::lu(bt::strided(clu.data(), n, count), cpiv.data(), cinfo.data(), cpu);
+    for (bool pin : {false, true})
+      for (double share : {0.37, 1.0, -1.0}) {
+        CAPTURE(pin);
+        CAPTURE(share);
+        bt::options o;
+        o.on = bt::target::gpu;
+        o.depth = 4;
+        o.threads = 4;
+        o.cpu_share = share;
+        o.chunk_bytes = std::size_t(37) * bt::staging_bytes_per_matrix(n, 0, sizeof(T));
+        pinned_array<T> pa(pin ? elems : 0), px(pin ? elems : 0);
+        std::vector<T> va(pin ? 0 : elems), vx(pin ? 0 : elems);
+        T* a = pin ? pa.p : va.data();
+        T* x = pin ? px.p : vx.data();
+        std::copy(a0.begin(), a0.end(), a);
+        std::vector<int> piv(std::size_t(count * n)), info(std::size_t(count), -1), info2(std::size_t(count), -1);
+        // The part [0, split) is the GPU's, [split, count) the CPUs'; pivots n a matrix.
+        auto same = [&](const T* got, const std::vector<T>& g, const std::vector<T>& c, long long split) {
+          const std::size_t at = std::size_t(split) * nn;
+          return std::equal(got, got + at, g.begin()) && std::equal(got + at, got + elems, c.begin() + std::ptrdiff_t(at));
+        };
+        auto same_ints = [](const std::vector<int>& got, const std::vector<int>& g, const std::vector<int>& c,
+                            std::size_t at) {
+          return std::equal(got.begin(), got.begin() + std::ptrdiff_t(at), g.begin()) &&
+                 std::equal(got.begin() + std::ptrdiff_t(at), got.end(), c.begin() + std::ptrdiff_t(at));
+        };
+        const bt::report ri = bt::inverse(bt::strided(a, n, count), bt::strided(x, n, count), info2.data(), o);
+        CHECK(ri.copied_in_place == pin);
+        if (share > 0) CHECK(ri.cpu_matrices == std::llround(share * double(count)));
+        CHECK(ri.cpu_matrices <= count);
+        CHECK(ri.chunks == (count - ri.cpu_matrices + 36) / 37);
+        const long long si = count - ri.cpu_matrices;
+        CHECK(same(x, gpu.inv, cinv, si));
+        CHECK(same_ints(info2, gpu.info_inv, cinfo2, std::size_t(si)));
+        CHECK(std::equal(a, a + elems, a0.begin()));
+        const bt::report rl = bt::lu(bt::strided(a, n, count), piv.data(), info.data(), o);
+        const long long sl = count - rl.cpu_matrices;
+        CHECK(same(a, gpu.lu, clu, sl));
+        CHECK(same_ints(piv, gpu.piv, cpiv, std::size_t(sl * n)));
+        CHECK(same_ints(info, gpu.info, cinfo, std::size_t(sl)));
+      }
   }
 }
 

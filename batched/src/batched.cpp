@@ -3,6 +3,7 @@
 #include "tessera/batched/batched.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <optional>
 #include <string>
 
@@ -54,6 +55,28 @@ void check_job(const job<T>& j) {
   }
 }
 
+}  // namespace
+
+template <class T>
+void detail::cpu_range(const job<T>& j, long long first, long long last) {
+  switch (j.what) {
+    case op::lu: kernels::cpu_batched_getrf(j.n, detail::ref(j.a), j.ipiv, j.info, first, last); break;
+    case op::inverse:
+      kernels::cpu_batched_inverse(j.n, detail::ref(j.a), detail::ref(j.b), j.info, first, last);
+      break;
+    case op::getrs:
+      kernels::cpu_batched_getrs(j.n, j.nrhs, detail::ref(j.a), j.ipiv, detail::ref(j.b), first, last);
+      break;
+    case op::gesv:
+      kernels::cpu_batched_gesv(j.n, j.nrhs, detail::ref(j.a), j.ipiv, detail::ref(j.b), j.info, first, last);
+      break;
+  }
+}
+template void detail::cpu_range<float>(const detail::job<float>&, long long, long long);
+template void detail::cpu_range<double>(const detail::job<double>&, long long, long long);
+
+namespace {
+
 template <class T>
 void run_cpu(const job<T>& j, const options& o, report& r) {
   runtime_options ro;
@@ -66,23 +89,7 @@ void run_cpu(const job<T>& j, const options& o, report& r) {
   const long long per = std::max(64LL, j.count / (8LL * rt.workers()) + 1);
   for (long long first = 0; first < j.count; first += per) {
     const long long last = std::min(j.count, first + per);
-    rt.task([j, first, last] {
-        switch (j.what) {
-          case op::lu:
-            kernels::cpu_batched_getrf(j.n, detail::ref(j.a), j.ipiv, j.info, first, last);
-            break;
-          case op::inverse:
-            kernels::cpu_batched_inverse(j.n, detail::ref(j.a), detail::ref(j.b), j.info, first, last);
-            break;
-          case op::getrs:
-            kernels::cpu_batched_getrs(j.n, j.nrhs, detail::ref(j.a), j.ipiv, detail::ref(j.b), first, last);
-            break;
-          case op::gesv:
-            kernels::cpu_batched_gesv(j.n, j.nrhs, detail::ref(j.a), j.ipiv, detail::ref(j.b), j.info,
-                                      first, last);
-            break;
-        }
-      })
+    rt.task([j, first, last] { detail::cpu_range(j, first, last); })
         .label("batched_cpu")
         .submit();
   }
@@ -94,6 +101,11 @@ template <class T>
 report run(const job<T>& j, const options& o) {
   check_job(j);
   check::require_ge(j.fn, "options.depth", o.depth, "2", 2);
+  if (!(o.cpu_share <= 1)) {
+    char v[32];
+    std::snprintf(v, sizeof v, "%g", o.cpu_share);
+    check::invalid(j.fn, std::string("options.cpu_share = ") + v + ": must be <= 1 (negative: measured)");
+  }
   report r;
   const bool device_data = j.a.where == memory::device;
   const bool gpu = gpu_available();

@@ -24,6 +24,11 @@ kernels::batch_ref<T> ref(const batch<T>& m) {
   return {m.data, m.stride, m.pointers, m.ld};
 }
 
+// The operation on matrices [first, last) on this thread (LAPACK per matrix; the caller holds
+// OpenBLAS to one thread).
+template <class T>
+void cpu_range(const job<T>& j, long long first, long long last);
+
 // The GPU path (gpu.cpp; without CUDA it throws std::logic_error).
 template <class T>
 void run_gpu(const job<T>& j, const options& o, report& r);

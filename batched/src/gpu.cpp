@@ -2,14 +2,21 @@
 // in chunks as tasks on the runtime (pack into pinned staging, the runtime's copies, the kernel,
 // the copies back, unpack), several chunks in flight so that copies overlap kernels.
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <tuple>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "detail.hpp"
+#include "tessera/kernels_cpu/blas_threads.hpp"
 #include "tessera/kernels_cpu/check.hpp"
 
 #if defined(__SSE2__)
@@ -192,6 +199,93 @@ bool packed_and_pinned(const batch<T>& b, int n) {
   return pinned(b.data) && pinned(b.data + (b.count * b.stride - 1));
 }
 
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// One-way host-to-device bandwidth (bytes/s) of pinned memory, timed on a copy of this call's
+// staging; kept from the first call that copies at least 4 MiB (shorter copies are latency).
+double link_bytes_per_s(const void* host, void* dev, std::size_t bytes) {
+  static std::atomic<double> kept{0};
+  if (const double v = kept.load(); v > 0) return v;
+  bytes = std::min<std::size_t>(bytes, std::size_t(64) << 20);
+  double best = 0;
+  for (int i = 0; i < 2; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    best = std::max(best, static_cast<double>(bytes) / std::max(seconds_since(t0), 1e-9));
+  }
+  if (bytes >= (std::size_t(4) << 20)) kept.store(best);
+  return best;
+}
+
+// The CPUs' rate in matrices per second, timed on the batch's last matrices (done, not wasted):
+// rounds of one task a worker, each on k matrices, k doubling from 4 until a round takes 1 ms or
+// the sample reaches `limit` matrices. Timed together, not one core times the workers: LAPACK's
+// calls on tiny matrices contend (on the H100 machine 16 workers did about 0.7 M GETRFs of order
+// 32 a second, where one core's sample promised several times that).
+struct cpu_sample {
+  long long done = 0;
+  double rate = 0;  // all workers together
+};
+template <class T>
+cpu_sample sample_cpu(const job<T>& j, runtime& rt, long long limit) {
+  cpu_sample r;
+  const long long w = std::max(1u, rt.workers());
+  for (long long k = 4; r.done + w * k <= limit; k *= 2) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (long long t = 0; t < w; ++t) {
+      const long long last = j.count - r.done - t * k;
+      rt.task([&j, last, k] { cpu_range(j, last - k, last); }).label("batched_cpu_sample").submit();
+    }
+    rt.wait_all();
+    const double spent = seconds_since(t0);
+    r.done += w * k;
+    r.rate = static_cast<double>(w * k) / std::max(spent, 1e-9);
+    if (spent >= 1e-3) break;
+  }
+  return r;
+}
+
+// sample_cpu, its rate kept per operation, order, precision and workers for the process's
+// later calls (a sample costs a few milliseconds in which the GPU waits).
+template <class T>
+cpu_sample sample_cpu_kept(const job<T>& j, runtime& rt, long long limit) {
+  static std::mutex m;
+  static std::map<std::tuple<int, int, int, std::size_t, unsigned>, double> kept;
+  const auto key = std::make_tuple(static_cast<int>(j.what), j.n, j.nrhs, sizeof(T), rt.workers());
+  {
+    const std::lock_guard<std::mutex> lock(m);
+    if (const auto it = kept.find(key); it != kept.end()) return {0, it->second};
+  }
+  const cpu_sample c = sample_cpu(j, rt, limit);
+  if (c.rate > 0) {
+    const std::lock_guard<std::mutex> lock(m);
+    kept[key] = c.rate;
+  }
+  return c;
+}
+
+// The measured CPU share (options::cpu_share < 0): the CPUs' sampled rate, with two workers left to
+// the copies' tasks, against the GPU's when the link bounds it (the in-place path reaches about
+// 75% of one-way H2D each way at once on the H100 machine); none below 5%, where a misjudged rate
+// costs more than the share can gain (n = 16 in double: 3.7% of the batch on the CPUs made the
+// call 55% slower), and none for a staged batch, whose packing already holds every core (a 3.8%
+// share made the double inverse of order 32 17% slower there).
+template <class T>
+double measured_cpu_share(const job<T>& j, unsigned workers, bool direct, double link, const cpu_sample& c) {
+  if (!direct || workers <= 2 || link <= 0 || c.rate <= 0) return 0;
+  const double each_way = static_cast<double>(j.n) * j.n * static_cast<double>(sizeof(T));
+  const double gpu = 0.75 * link / each_way;
+  const double cpu = c.rate * (workers - 2) / workers;
+  const double share = cpu / (cpu + gpu);
+  return share >= 0.05 ? share : 0;
+}
+
 template <class T>
 void run_streamed(const job<T>& j, const options& o, report& r) {
   const int n = j.n, nrhs = j.what == op::inverse ? 0 : j.nrhs;
@@ -220,8 +314,7 @@ void run_streamed(const job<T>& j, const options& o, report& r) {
   while (per_chunk > 1 && static_cast<std::size_t>(depth) * sections(per_chunk, n, nrhs, sizeof(T), j.what).total > cap)
     --per_chunk;
   const sections sec(per_chunk, n, nrhs, sizeof(T), j.what);
-  const long long chunks = (j.count + per_chunk - 1) / per_chunk;
-  const int slots = static_cast<int>(std::min<long long>(depth, chunks));
+  const int slots = static_cast<int>(std::min<long long>(depth, (j.count + per_chunk - 1) / per_chunk));
 
   std::optional<runtime> own;
   runtime& rt = runtime_for(o, own, o.threads, j.fn);
@@ -236,6 +329,40 @@ void run_streamed(const job<T>& j, const options& o, report& r) {
   r.copied_in_place = direct;
   device_buffer dev = rt.allocate_device(sec.total * static_cast<std::size_t>(slots));
   pinned_buffer pin = rt.allocate_pinned(sec.total * static_cast<std::size_t>(slots));
+
+  // The CPUs' share: the batch's last cpu_count matrices, factored in the caller's memory by tasks
+  // interleaved with the chunks' (at a lower priority, so packing and unpacking go first).
+  const blas::blas_threads one(1);
+  long long cpu_count = 0;
+  cpu_sample sampled;
+  if (o.cpu_share > 0) {
+    cpu_count = std::llround(o.cpu_share * static_cast<double>(j.count));
+    sampled = sample_cpu(j, rt, std::min(cpu_count, j.count / 16));
+  } else if (o.cpu_share < 0 && direct) {
+    const double link = link_bytes_per_s(pin.get<char>(), dev.get<char>(), sec.total * static_cast<std::size_t>(slots));
+    sampled = sample_cpu_kept(j, rt, j.count / 16);
+    cpu_count = std::llround(measured_cpu_share(j, rt.workers(), direct, link, sampled) * static_cast<double>(j.count));
+  }
+  cpu_count = std::clamp(std::max(cpu_count, sampled.done), 0LL, j.count);
+  const long long gpu_count = j.count - cpu_count;
+  const long long chunks = (gpu_count + per_chunk - 1) / per_chunk;
+  r.cpu_matrices = cpu_count;
+  const long long cpu_todo = cpu_count - sampled.done;
+  // About 1 ms of a core's work a task, so that a pack or unpack waits at most that long for one.
+  const long long workers = std::max(1LL, static_cast<long long>(rt.workers()));
+  const long long cpu_per_task = std::max(
+      16LL, std::min(cpu_todo / workers + 1,
+                     sampled.rate > 0 ? std::llround(sampled.rate / static_cast<double>(workers) * 1e-3) : 256LL));
+  const long long cpu_tasks = (cpu_todo + cpu_per_task - 1) / cpu_per_task;
+  long long cpu_inserted = 0;
+  // Inserts CPU tasks until `upto` of them are in.
+  auto insert_cpu = [&](long long upto) {
+    for (; cpu_inserted < std::min(upto, cpu_tasks); ++cpu_inserted) {
+      const long long first = gpu_count + cpu_inserted * cpu_per_task;
+      const long long last = std::min(gpu_count + cpu_todo, first + cpu_per_task);
+      rt.task([&j, first, last] { cpu_range(j, first, last); }).priority(-1).label("batched_cpu").submit();
+    }
+  };
   std::vector<handle> h_in(static_cast<std::size_t>(slots)), h_io(static_cast<std::size_t>(slots));
   for (int s = 0; s < slots; ++s) {
     char* host = pin.get<char>() + sec.total * static_cast<std::size_t>(s);
@@ -260,7 +387,7 @@ void run_streamed(const job<T>& j, const options& o, report& r) {
     }
   for (long long c = 0; c < chunks && direct; ++c) {
     const auto s = static_cast<std::size_t>(c % slots);
-    const long long first = c * per_chunk, m = std::min(per_chunk, j.count - first);
+    const long long first = c * per_chunk, m = std::min(per_chunk, gpu_count - first);
     char* host = pin.get<char>() + sec.total * s;
     char* devp = dev.get<char>() + sec.total * s;
     const std::size_t bytes = sizeof(T) * static_cast<std::size_t>(m) * static_cast<std::size_t>(n) * n;
@@ -294,10 +421,11 @@ void run_streamed(const job<T>& j, const options& o, report& r) {
         .read_write(token[s])
         .label("batched_unpack")
         .submit();
+    insert_cpu(cpu_tasks * (c + 1) / chunks);
   }
   for (long long c = 0; c < chunks && !direct; ++c) {
     const auto s = static_cast<std::size_t>(c % slots);
-    const long long first = c * per_chunk, m = std::min(per_chunk, j.count - first);
+    const long long first = c * per_chunk, m = std::min(per_chunk, gpu_count - first);
     char* host = pin.get<char>() + sec.total * s;
     // Pack: the chunk's inputs into pinned staging.
     auto pack = rt.task([&j, sec, host, first, m, n] {
@@ -339,7 +467,9 @@ void run_streamed(const job<T>& j, const options& o, report& r) {
         .read(h_io[s])
         .label("batched_unpack")
         .submit();
+    insert_cpu(cpu_tasks * (c + 1) / chunks);
   }
+  insert_cpu(cpu_tasks);
   rt.wait_all();
   for (int s = 0; s < slots; ++s) {
     if (h_in[static_cast<std::size_t>(s)]) rt.release_device(h_in[static_cast<std::size_t>(s)]);

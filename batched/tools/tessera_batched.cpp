@@ -38,6 +38,7 @@ struct config {
   std::uint64_t seed = 1;
   int repeat = 1, depth = bt::options{}.depth;
   std::size_t memory_cap = 0, chunk_bytes = 0;
+  double cpu_share = bt::options{}.cpu_share;
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   bool check = false, json = false;
 };
@@ -111,6 +112,7 @@ result run(const config& c) {
   o.device_memory_cap = c.memory_cap;
   o.depth = c.depth;
   o.chunk_bytes = c.chunk_bytes;
+  o.cpu_share = c.cpu_share;
   o.threads = c.threads;
   result r;
   std::vector<double> times;
@@ -183,6 +185,9 @@ int main(int argc, char** argv) {
   app.add_option("--memory-cap", c.memory_cap, "GPU: bytes of device memory the streamed batch may use (0: 80% of free)");
   app.add_option("--depth", c.depth, "GPU: chunks in flight")->check(at_least(2));
   app.add_option("--chunk-bytes", c.chunk_bytes, "GPU: bytes of staging a streamed chunk (0: the library's default)");
+  app.add_option("--cpu-share", c.cpu_share,
+                 "GPU, host batch: share the CPUs factor while the rest streams (negative: measured; 0: none)")
+      ->check(CLI::Range(-1.0, 1.0));
   app.add_option("--threads", c.threads, "CPU threads (default: all cores)")->check(at_least(1));
   app.add_flag("--check", c.check, "LAPACK's test ratios for every matrix (threshold 60)");
   app.add_flag("--json", c.json, "print one JSON object instead of text");
@@ -207,10 +212,10 @@ int main(int argc, char** argv) {
       std::printf(
           "{\"operation\": \"%s\", \"n\": %d, \"count\": %lld, \"nrhs\": %d, \"precision\": \"%s\", \"device\": \"%s\", "
           "\"layout\": \"%s\", \"seconds\": %.9g, \"gflops\": %.6g, \"chunks\": %lld, \"matrices_per_chunk\": %lld, "
-          "\"h2d_bytes\": %zu, \"d2h_bytes\": %zu, \"singular\": %lld, \"worst_residual\": %s, \"failed\": %lld, "
+          "\"cpu_matrices\": %lld, \"h2d_bytes\": %zu, \"d2h_bytes\": %zu, \"singular\": %lld, \"worst_residual\": %s, \"failed\": %lld, "
           "\"passed\": %s, \"reason\": \"%s\"}\n",
           c.op.c_str(), c.n, c.count, c.nrhs, c.precision.c_str(), gpu ? "gpu" : "cpu", c.layout.c_str(), r.seconds,
-          gflops, r.report.chunks, r.report.matrices_per_chunk, r.report.h2d_bytes, r.report.d2h_bytes,
+          gflops, r.report.chunks, r.report.matrices_per_chunk, r.report.cpu_matrices, r.report.h2d_bytes, r.report.d2h_bytes,
           r.report.singular, c.check ? std::to_string(r.worst).c_str() : "null", r.failed,
           c.check ? (r.failed == 0 ? "true" : "false") : "null", r.report.reason.c_str());
     } else {
@@ -220,6 +225,9 @@ int main(int argc, char** argv) {
       if (r.report.chunks)
         std::printf(", %lld chunks of %lld matrices, %.1f GB/s host->device", r.report.chunks,
                     r.report.matrices_per_chunk, double(r.report.h2d_bytes) / r.seconds * 1e-9);
+      if (r.report.cpu_matrices)
+        std::printf(", %lld matrices (%.1f%%) on the CPUs", r.report.cpu_matrices,
+                    100.0 * double(r.report.cpu_matrices) / double(std::max(1LL, c.count)));
       std::printf("\n");
       if (c.check)
         std::printf("check: worst %s ratio %.3g (threshold %.0f), %lld of %lld failed: %s\n",

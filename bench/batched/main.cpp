@@ -210,6 +210,8 @@ struct stream_row {
   double seconds, gbs_each_way, link_gbs, chunks;
   int depth;
   std::size_t chunk_bytes;
+  double cpu_share;            // asked (negative: the library's measured choice)
+  long long cpu_matrices = 0;  // what the CPUs did
 };
 
 // Where a streamed run's time went, from the runtime's trace of its last repetition: busy time of
@@ -254,7 +256,7 @@ struct host_batch {
 
 template <class T>
 stream_row streamed(const std::string& op, int n, long long count, double link, unsigned threads, int depth,
-                    std::size_t chunk_bytes, const std::string& trace, const std::string& memory) {
+                    std::size_t chunk_bytes, const std::string& trace, const std::string& memory, double cpu_share) {
   const std::size_t nn = std::size_t(n) * n;
   host_batch<T> a(nn * std::size_t(count), memory == "pinned"), x(op == "inv" ? nn * std::size_t(count) : 0, memory == "pinned");
   {  // filled on all threads: gigabytes
@@ -277,6 +279,7 @@ stream_row streamed(const std::string& op, int n, long long count, double link, 
   o.rt = &rt;
   o.depth = depth;
   o.chunk_bytes = chunk_bytes;
+  o.cpu_share = cpu_share;
   double best = 1e30;
   bt::report r;
   for (int rep = 0; rep < 3; ++rep) {
@@ -287,7 +290,8 @@ stream_row streamed(const std::string& op, int n, long long count, double link, 
     if (rep > 0) best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   stream_row sr{op, sizeof(T) == 4 ? "s" : "d", memory + (r.copied_in_place ? " (in place)" : ""), n, count, best,
-                double(a.size() * sizeof(T)) / best * 1e-9, link, double(r.chunks), depth, chunk_bytes};
+                double(a.size() * sizeof(T)) / best * 1e-9, link, double(r.chunks), depth, chunk_bytes, cpu_share,
+                r.cpu_matrices};
   if (!trace.empty()) {
     rt.enable_trace(false);
     std::printf("streamed %s %s n=%d depth %d chunk %zu: %.1f GB/s each way\n", op.c_str(), sr.prec.c_str(), n, depth,
@@ -314,6 +318,7 @@ int main(int argc, char** argv) {
   std::string stream_trace;
   std::vector<std::string> stream_ops{"lu", "inv"};
   std::vector<std::string> stream_memory{"pageable"};
+  std::vector<double> stream_cpu_shares{0};
   app.add_option("--n", ns, "orders (default 1..32)")->delimiter(',');
   app.add_option("--counts", counts, "batch sizes")->delimiter(',');
   app.add_option("--precisions", precisions, "s, d or sd");
@@ -327,6 +332,9 @@ int main(int argc, char** argv) {
   app.add_option("--stream-chunk", stream_chunks, "bytes a chunk in the streamed runs (0: the library's; a list)")
       ->delimiter(',');
   app.add_option("--stream-memory", stream_memory, "host memory of the streamed batches: pageable, pinned (a list)")
+      ->delimiter(',');
+  app.add_option("--stream-cpu-share", stream_cpu_shares,
+                 "share of the streamed batch the CPUs do (options::cpu_share; negative: the library measures it; a list)")
       ->delimiter(',');
   app.add_option("--stream-ops", stream_ops, "operations of the streamed runs: lu, inv")
       ->delimiter(',')
@@ -380,16 +388,18 @@ int main(int argc, char** argv) {
         for (const std::string& op : stream_ops)
           for (int depth : stream_depths)
             for (std::size_t chunk : stream_chunks)
-              for (const std::string& mem : stream_memory) {
+              for (const std::string& mem : stream_memory)
+                for (double share : stream_cpu_shares) {
               const stream_row r =
-                  p == 's' ? streamed<float>(op, n, stream_count, link.h2d, threads, depth, chunk, stream_trace, mem)
-                           : streamed<double>(op, n, stream_count, link.h2d, threads, depth, chunk, stream_trace, mem);
+                  p == 's' ? streamed<float>(op, n, stream_count, link.h2d, threads, depth, chunk, stream_trace, mem, share)
+                           : streamed<double>(op, n, stream_count, link.h2d, threads, depth, chunk, stream_trace, mem, share);
               srows.push_back(r);
               std::fprintf(stderr, "streamed %s %s n=%d %s depth %d chunk %zu: %.4f s, %.1f GB/s each way\n", r.op.c_str(),
                            r.prec.c_str(), r.n, r.memory.c_str(), depth, chunk, r.seconds, r.gbs_each_way);
               out << "# streamed," << r.op << "," << r.prec << "," << r.memory << "," << r.n << "," << r.count << ",depth " << depth
                   << ",chunk " << chunk << "," << r.seconds << "s," << r.gbs_each_way << " GB/s each way, pinned H2D "
-                  << r.link_gbs << " GB/s, " << r.chunks << " chunks\n";
+                  << r.link_gbs << " GB/s, " << r.chunks << " chunks, cpu share " << r.cpu_share << ", cpu matrices "
+                  << r.cpu_matrices << "\n";
             }
   }
   // The short table, last.
@@ -403,8 +413,9 @@ int main(int argc, char** argv) {
                 r.cu_getrf_ms / r.lu_ms, (r.cu_getrf_ms + r.cu_getri_ms) / r.inv_ms);
   }
   for (const stream_row& r : srows)
-    std::printf("streamed %s %s n=%d %s count=%lld depth %d chunk %zu, %u threads: %.3f s, %.1f GB/s each way = %.0f%% of pinned H2D %.1f GB/s (%g chunks)\n",
-                r.op.c_str(), r.prec.c_str(), r.n, r.memory.c_str(), r.count, r.depth, r.chunk_bytes, threads, r.seconds, r.gbs_each_way,
+    std::printf("streamed %s %s n=%d %s count=%lld depth %d chunk %zu, %u threads, cpu share %g (%.1f%% done there): %.3f s, %.1f GB/s each way = %.0f%% of pinned H2D %.1f GB/s (%g chunks)\n",
+                r.op.c_str(), r.prec.c_str(), r.n, r.memory.c_str(), r.count, r.depth, r.chunk_bytes, threads, r.cpu_share,
+                100.0 * double(r.cpu_matrices) / double(r.count), r.seconds, r.gbs_each_way,
                 100 * r.gbs_each_way / r.link_gbs, r.link_gbs, r.chunks);
   cublasDestroy(h);
   cudaStreamDestroy(s);

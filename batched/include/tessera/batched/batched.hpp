@@ -78,6 +78,12 @@ struct options {
   std::size_t chunk_bytes = 0;
   // CPU threads (the CPU path, packing and unpacking); 0: all cores.
   unsigned threads = 0;
+  // Share of a host-resident batch that the CPUs factor themselves (LAPACK per matrix, in the
+  // caller's memory) while the rest streams through the GPU: the batch's last matrices. Negative:
+  // measured per call, for LU and the inverse of a packed batch in pinned memory (the in-place
+  // path): the CPUs' timed rate against the link's measured bandwidth, none below 5%; a staged
+  // batch gets none (packing it already holds the cores). 0: none; up to 1: that share.
+  double cpu_share = -1;
   // A runtime to run on (its workers; for the GPU path it needs gpu_streams >= 1), kept by the
   // caller across calls so that threads, streams and pinned staging are made once. Null: each
   // call makes its own (costs tens of milliseconds with a GPU). A streamed call registers its
@@ -96,6 +102,8 @@ struct report {
   // Streamed LU or inverse of a packed batch in pinned (page-locked) memory: the chunks went
   // straight between it and the GPU, no core packing or unpacking them.
   bool copied_in_place = false;
+  // Streamed calls: matrices the CPUs did (options::cpu_share), the batch's last ones.
+  long long cpu_matrices = 0;
 };
 
 // A = P L U in place.
