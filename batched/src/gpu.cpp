@@ -225,9 +225,8 @@ double link_bytes_per_s(const void* host, void* dev, std::size_t bytes) {
 
 // The CPUs' rate in matrices per second, timed on the batch's last matrices (done, not wasted):
 // rounds of one task a worker, each on k matrices, k doubling from 4 until a round takes 1 ms or
-// the sample reaches `limit` matrices. Timed together, not one core times the workers: LAPACK's
-// calls on tiny matrices contend (on the H100 machine 16 workers did about 0.7 M GETRFs of order
-// 32 a second, where one core's sample promised several times that).
+// the sample reaches `limit` matrices. Timed together, not one core times the workers: 16 workers
+// calling LAPACK did several times less than one core's sample promised on the H100 machine.
 struct cpu_sample {
   long long done = 0;
   double rate = 0;  // all workers together
@@ -271,17 +270,17 @@ cpu_sample sample_cpu_kept(const job<T>& j, runtime& rt, long long limit) {
 }
 
 // The measured CPU share (options::cpu_share < 0): the CPUs' sampled rate, with two workers left to
-// the copies' tasks, against the GPU's when the link bounds it (the in-place path reaches about
-// 75% of one-way H2D each way at once on the H100 machine); none below 5%, where a misjudged rate
-// costs more than the share can gain (n = 16 in double: 3.7% of the batch on the CPUs made the
-// call 55% slower), and none for a staged batch, whose packing already holds every core (a 3.8%
-// share made the double inverse of order 32 17% slower there).
+// the copies' tasks and 70% of it while the copies stream (alone, the sample promised more: a 9.4%
+// share made the double inverse of order 32 13% slower on the H100 machine), against the GPU's
+// when the link bounds it (the in-place path reaches about 75% of one-way H2D each way at once).
+// None below 5%, where a misjudged rate costs more than the share can gain, and none for a staged
+// batch, whose packing already holds the cores (there every fixed share of 20-60% was slower).
 template <class T>
 double measured_cpu_share(const job<T>& j, unsigned workers, bool direct, double link, const cpu_sample& c) {
   if (!direct || workers <= 2 || link <= 0 || c.rate <= 0) return 0;
   const double each_way = static_cast<double>(j.n) * j.n * static_cast<double>(sizeof(T));
   const double gpu = 0.75 * link / each_way;
-  const double cpu = c.rate * (workers - 2) / workers;
+  const double cpu = 0.7 * c.rate * (workers - 2) / workers;
   const double share = cpu / (cpu + gpu);
   return share >= 0.05 ? share : 0;
 }
@@ -337,7 +336,7 @@ void run_streamed(const job<T>& j, const options& o, report& r) {
   cpu_sample sampled;
   if (o.cpu_share > 0) {
     cpu_count = std::llround(o.cpu_share * static_cast<double>(j.count));
-    sampled = sample_cpu(j, rt, std::min(cpu_count, j.count / 16));
+    sampled = sample_cpu_kept(j, rt, std::min(cpu_count, j.count / 16));
   } else if (o.cpu_share < 0 && direct) {
     const double link = link_bytes_per_s(pin.get<char>(), dev.get<char>(), sec.total * static_cast<std::size_t>(slots));
     sampled = sample_cpu_kept(j, rt, j.count / 16);

@@ -1,6 +1,8 @@
 #pragma once
 // Batched LU (GETRF), inverse (GETRF + GETRI), GETRS and GESV of many small matrices on the CPU:
-// LAPACK on each matrix of a range [first, last) of the batch, on the calling thread. The caller
+// LAPACK's algorithms on each matrix of a range [first, last) of the batch, on the calling thread
+// (the unblocked GETF2 and GETRI steps written out, a LAPACK call costing more than the work at
+// these orders; GETRS is LAPACK's). The caller
 // spreads ranges over cores (tessera::batched does, as tasks on the runtime) and keeps BLAS
 // single-threaded inside them. These are the reference the GPU kernels are compared with.
 //
