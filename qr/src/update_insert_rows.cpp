@@ -25,8 +25,7 @@ void insert_rows(update_state<B, T>& st, int k, const T* u, int ldu, int p, cons
     be.copy(lane_q, k, qc, st.Q(0, 0), st.ldq, q2, n2);
     be.copy(lane_q, n - k, qc, st.Q(k, 0), st.ldq, q2 + k + p, n2);
     be.identity(lane_q, p, q2 + k + std::size_t(qc) * n2, n2);
-    be.swap(st.q, st.spare_q);
-    st.ldq = n2;
+    st.adopt_q(n2);
   }
   // D' = [D; BU]: the new right-hand sides below D (full: D's own rows; else a separate block).
   T* dnew = nullptr;
@@ -36,8 +35,7 @@ void insert_rows(update_state<B, T>& st, int k, const T* u, int ldu, int p, cons
       be.ensure(st.spare_d, std::size_t(n2) * st.nrhs);
       be.copy(lane_r, n, st.nrhs, st.D(0, 0), st.ldd, st.spare_d.data(), n2);
       be.upload(lane_r, p, st.nrhs, bu, ldbu, st.spare_d.data() + n, n2);
-      be.swap(st.d, st.spare_d);
-      st.ldd = n2;
+      st.adopt_d(n2);
       dnew = st.D(n, 0);
       lddnew = n2;
     } else {
@@ -51,8 +49,7 @@ void insert_rows(update_state<B, T>& st, int k, const T* u, int ldu, int p, cons
     be.ensure(st.spare_r, std::size_t(n2) * m);
     be.zero(lane_r, n2, m, st.spare_r.data(), n2);
     be.copy(lane_r, m, m, st.R(0, 0), st.ldr, st.spare_r.data(), n2);
-    be.swap(st.r, st.spare_r);
-    st.ldr = n2;
+    st.adopt_r(n2);
   }
   st.n = n2;
   const int npanels = (m + nb - 1) / nb, ldp = nb + p;

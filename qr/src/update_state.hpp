@@ -26,6 +26,9 @@ struct update_state {
   int n = 0, m = 0, nrhs = 0, nb = 64;
   buf q, r, d;
   int ldq = 1, ldr = 1, ldd = 1;
+  // Where Q(0, 0), R(0, 0), D(0, 0) lie in their buffers: deleting rows drops leading rows and
+  // columns by moving these instead of copying the matrices.
+  std::size_t q0 = 0, r0 = 0, d0 = 0;
   // Workspace kept between updates, so that a sequence of updates allocates only when it grows.
   buf spare_q, spare_r, spare_d, work_r, work_q, panels, tmats, pwork, xbuf, cs, S, in_u, in_v,
       in_b;
@@ -44,9 +47,13 @@ struct update_state {
   int qcols() const noexcept { return mode == q_mode::full ? n : mode == q_mode::thin ? m : 0; }
   int rrows() const noexcept { return mode == q_mode::full ? n : m; }
   int drows() const noexcept { return mode == q_mode::full ? n : m; }
-  T* Q(int i, int j) noexcept { return q.data() + i + std::size_t(j) * ldq; }
-  T* R(int i, int j) noexcept { return r.data() + i + std::size_t(j) * ldr; }
-  T* D(int i, int j) noexcept { return d.data() + i + std::size_t(j) * ldd; }
+  T* Q(int i, int j) noexcept { return q.data() + q0 + i + std::size_t(j) * ldq; }
+  T* R(int i, int j) noexcept { return r.data() + r0 + i + std::size_t(j) * ldr; }
+  T* D(int i, int j) noexcept { return d.data() + d0 + i + std::size_t(j) * ldd; }
+  // The spare buffer (filled by the caller from its start, leading dimension ld) becomes Q, R or D.
+  void adopt_q(int ld) noexcept { be.swap(q, spare_q), q0 = 0, ldq = ld; }
+  void adopt_r(int ld) noexcept { be.swap(r, spare_r), r0 = 0, ldr = ld; }
+  void adopt_d(int ld) noexcept { be.swap(d, spare_d), d0 = 0, ldd = ld; }
 
   // The lanes start an update in order and end it joined, so that buffers swapped or reused by
   // the next update are free on both.
