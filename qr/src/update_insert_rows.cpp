@@ -56,7 +56,8 @@ void insert_rows(update_state<B, T>& st, int k, const T* u, int ldu, int p, cons
   be.ensure(st.panels, std::size_t(npanels) * ldp * nb);
   be.ensure(st.tmats, std::size_t(npanels) * nb * nb);
   be.ensure(st.pwork, be.template panel_work_size<T>(ldp, nb));
-  be.ensure(st.work_r, std::size_t(nb) * std::max({m, st.nrhs, 1}));
+  be.ensure(st.work_r, std::size_t(nb) * std::max(m, 1));
+  if (st.nrhs > 0) be.ensure(st.work_d, std::size_t(nb) * st.nrhs);
   if (qc > 0) be.ensure(st.work_q, std::size_t(nb) * n2);
   T* U = st.in_u.data();
   for (int t = 0; t < npanels; ++t) {
@@ -69,9 +70,11 @@ void insert_rows(update_state<B, T>& st, int k, const T* u, int ldu, int p, cons
     be.triu_copy(lane_r, jb, 0, P, ldp, st.R(j0, j0), st.ldr);
     apply_left(be, lane_r, jb, p, m - j0 - jb, P, ldp, Tm, nb, st.R(j0, j0 + jb), st.ldr,
                U + std::size_t(j0 + jb) * p, p, st.work_r.data());
-    if (st.nrhs > 0)
-      apply_left(be, lane_r, jb, p, st.nrhs, P, ldp, Tm, nb, st.D(j0, 0), st.ldd, dnew, lddnew,
-                 st.work_r.data());
+    if (st.nrhs > 0) {
+      be.dep(lane_r, lane_d);
+      apply_left(be, lane_d, jb, p, st.nrhs, P, ldp, Tm, nb, st.D(j0, 0), st.ldd, dnew, lddnew,
+                 st.work_d.data());
+    }
     if (qc > 0) {
       be.dep(lane_r, lane_q);
       apply_right(be, lane_q, n2, jb, p, P, ldp, Tm, nb, st.Q(0, j0), st.ldq, st.Q(0, qc), st.ldq,
