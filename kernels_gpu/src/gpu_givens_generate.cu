@@ -1,4 +1,5 @@
-// The Givens sweeps of a strip as a wavefront on one thread block (tessera/kernels_gpu/gpu_givens.hpp).
+// The Givens sweeps of a strip as a wavefront (tessera/kernels_gpu/gpu_givens.hpp): on one warp
+// as a systolic array for p <= 31 (below), else on one thread block:
 //
 // At step t, sweep j works on rows (i - 1, i), i = U - t + 2 j (U = plan.umax_all()): the active
 // sweeps' rows are two apart, so their rotations commute and are made at once (phase 1); then
@@ -118,9 +119,9 @@ __global__ void givens_generate_kernel(givens_plan plan, T* X, int ldx, T* cs) {
 // communication but one shuffle per element: afterwards the bottom row is final in column j
 // (written out) and moves to lane j + 1 as its new top row, the top row becomes the bottom one,
 // and lane 0's new top row comes from lane 31, which takes the strip's next row from a ring of
-// rows copied ahead (cp.async). The block-wide form spent its time on three barriers and
-// shared-memory traffic per step (about 2700 cycles a step on the H100); this one is bound by a
-// rotation's latency. The arithmetic is the same, element for element.
+// rows copied ahead (cp.async). The block-wide form spends its steps waiting at three barriers
+// and on shared-memory traffic; this one is bound by a rotation's latency. The arithmetic is the
+// same, element for element.
 template <class T, int P>
 __global__ void __launch_bounds__(32) givens_generate_systolic_kernel(givens_plan plan, T* X,
                                                                       int ldx, T* cs) {
