@@ -101,7 +101,7 @@ void apply_right(B& be, int lane, int nrows, int nb, int hb, const T* V, int ldv
 // R's columns [j_first, m) hold an upper triangle plus `band` subdiagonals within rows [0, L)
 // (columns left of j_first are upper triangular already): make R upper triangular again with
 // Householder panels of (nb + band) x nb, the seed's Figure 7 (LAPACK TPQRT's structure), applied
-// to R's trailing columns and D (lane R) and to Q's columns (lane Q, one panel behind).
+// to R's trailing columns (lane R), D (lane D) and Q's columns (lane Q, one panel behind).
 template <class B, class T>
 void band_retriangularize(update_state<B, T>& st, int j_first, int L, int band) {
   auto& be = st.be;
@@ -139,7 +139,7 @@ void band_retriangularize(update_state<B, T>& st, int j_first, int L, int band) 
 
 // X (rows x c, ldx, in st.xbuf or elsewhere not touched by the lanes' other work) := its R factor
 // (upper trapezoidal, exact zeros below), by blocked Householder QR; the reflectors are applied to
-// D(d_row0 : d_row0 + rows, :) (lane R) and to Q(:, q_col0 : q_col0 + rows) (lane Q). The rows
+// D(d_row0 : d_row0 + rows, :) (lane D) and to Q(:, q_col0 : q_col0 + rows) (lane Q). The rows
 // of R that these Q columns belong to must be zero (they are: rows >= cols), so R is untouched.
 template <class B, class T>
 void householder_compress(update_state<B, T>& st, int rows, int c, T* X, int ldx, int q_col0,
