@@ -22,6 +22,7 @@
 #include "tessera/qr/update.hpp"
 
 #if TESSERA_BENCH_CUDA
+#include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
 #endif
@@ -30,6 +31,8 @@ namespace {
 
 namespace qr = tessera::qr;
 int bench_nb = 0;
+int bench_reps = 1;
+bool bench_profile = false;  // the timed GPU updates inside cudaProfilerStart/Stop (ncu --profile-from-start off)
 using clock_type = std::chrono::steady_clock;
 
 double since(clock_type::time_point t0) {
@@ -107,14 +110,18 @@ qr::updatable<T> from_base(const base<T>& b, qr::target on) {
                                         qr::host<const T>(b.D.data(), dr, 1, dr), b.n, o);
 }
 
-// One update of u as the case says, then the solve; seconds.
+// One update of u as the case says, then the solve; seconds. profile: inside the profiler's range.
 template <class T>
-double timed_update(qr::updatable<T>& u, const bench_case& c, std::mt19937_64& g) {
+double timed_update(qr::updatable<T>& u, const bench_case& c, std::mt19937_64& g,
+                    bool profile = false) {
   std::vector<T> U, V, BU;
   if (c.op == "ic") U = random_vec<T>(std::size_t(c.n) * c.p, g);
   if (c.op == "ir") U = random_vec<T>(std::size_t(c.p) * c.m, g), BU = random_vec<T>(std::size_t(c.p), g);
   if (c.op == "rk") U = random_vec<T>(std::size_t(c.n) * c.p, g), V = random_vec<T>(std::size_t(c.m) * c.p, g);
   u.wait();
+#if TESSERA_BENCH_CUDA
+  if (profile) cudaProfilerStart();
+#endif
   const auto t0 = clock_type::now();
   if (c.op == "dc") u.delete_columns(c.k, c.p);
   if (c.op == "ic") u.insert_columns(c.k, qr::host<const T>(U.data(), c.n, c.p, c.n));
@@ -125,7 +132,11 @@ double timed_update(qr::updatable<T>& u, const bench_case& c, std::mt19937_64& g
     u.rank_update(qr::host<const T>(U.data(), c.n, c.p, c.n), qr::host<const T>(V.data(), c.m, c.p, c.m));
   std::vector<T> x(std::size_t(u.cols()));
   u.solve(qr::host(x.data(), u.cols(), 1, u.cols()));
-  return since(t0);
+  const double t = since(t0);
+#if TESSERA_BENCH_CUDA
+  if (profile) cudaProfilerStop();
+#endif
+  return t;
 }
 
 #if TESSERA_BENCH_CUDA
@@ -228,7 +239,7 @@ double cpu_recompute(int n, int m, bool with_q, std::mt19937_64& g) {
 struct row {
   bench_case c;
   std::string prec;
-  double gpu = -1, gpu_re = -1, cpu = -1, cpu_re = -1;
+  double gpu = -1, gpu_first = -1, gpu_re = -1, cpu = -1, cpu_re = -1;
 };
 
 const char* op_name(const std::string& op) {
@@ -262,8 +273,13 @@ void run_cases(const std::vector<bench_case>& cases, bool gpu, bool cpu, const s
     after(c, n2, m2);
     const bool with_q = c.q == qr::q_mode::full;
     if (gpu) {
-      auto u = from_base(b, qr::target::gpu);
-      r.gpu = timed_update(u, c, g);
+      // Best of --reps, each from a fresh copy of the factors (only the first one profiled).
+      for (int rep = 0; rep < bench_reps; ++rep) {
+        auto u = from_base(b, qr::target::gpu);
+        const double t = timed_update(u, c, g, bench_profile && rep == 0);
+        r.gpu = rep == 0 ? t : std::min(r.gpu, t);
+        if (rep == 0) r.gpu_first = t;
+      }
 #if TESSERA_BENCH_CUDA
       r.gpu_re = gpu_recompute<T>(n2, m2, with_q, g);
 #endif
@@ -278,6 +294,7 @@ void run_cases(const std::vector<bench_case>& cases, bool gpu, bool cpu, const s
     if (r.cpu >= 0)
       std::printf(", cpu %.4f s, LAPACK %.4f s, gpu vs best cpu %.1fx", r.cpu, r.cpu_re,
                   std::min(r.cpu, r.cpu_re) / r.gpu);
+    if (bench_reps > 1) std::printf(", first of %d reps %.5f s", bench_reps, r.gpu_first);
     std::printf("\n");
     std::fflush(stdout);
     out.push_back(r);
@@ -289,13 +306,17 @@ void run_cases(const std::vector<bench_case>& cases, bool gpu, bool cpu, const s
 int main(int argc, char** argv) {
   CLI::App app{"tessera_qr_update_bench: QR updating against recomputation (GPU and CPUs)"};
   bool quick = false, cpu = false, no_gpu = false;
-  std::string precisions = "sd", only;
+  std::string precisions = "sd", only, cases_filter;
   app.add_flag("--quick", quick, "a few cases only");
   app.add_flag("--cpu", cpu, "also Tessera's update on the CPUs and LAPACK recomputation (slow)");
   app.add_flag("--no-gpu", no_gpu, "CPUs only");
   app.add_option("--precisions", precisions, "s, d or sd");
   app.add_option("--only", only, "only these update types: any of dc,ic,ir,dr,rk");
   int scale = 1;
+  app.add_option("--reps", bench_reps, "time each GPU update this many times from fresh factors, keep the best")
+      ->check(CLI::Range(1, 100));
+  app.add_option("--cases", cases_filter, "only cases whose n,m,k,p is in this list of n:m:k:p (e.g. 6000:3000:2000:500)");
+  app.add_flag("--profile", bench_profile, "each case's first timed GPU update between cudaProfilerStart/Stop");
   app.add_option("--nb", bench_nb, "panel width of the updates (0: the library's default)")->check(CLI::Range(0, 1024));
   app.add_option("--scale", scale, "divide every size by this (a smoke test)")->check(CLI::Range(1, 1000));
   CLI11_PARSE(app, argc, argv);
@@ -333,6 +354,12 @@ int main(int argc, char** argv) {
   if (want("rk"))
     for (int r : quick ? std::vector<int>{16} : std::vector<int>{1, 16, 64})
       cases.push_back({"rk", 8000, 3000, 0, r, qm::full, r == 16});
+  if (!cases_filter.empty())
+    std::erase_if(cases, [&](const bench_case& c) {
+      const std::string key = std::to_string(c.n) + ":" + std::to_string(c.m) + ":" +
+                              std::to_string(c.k) + ":" + std::to_string(c.p);
+      return ("," + cases_filter + ",").find("," + key + ",") == std::string::npos;
+    });
   for (auto& c : cases) {
     c.n /= scale;
     c.m /= scale;

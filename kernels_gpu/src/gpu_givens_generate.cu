@@ -1,4 +1,5 @@
-// The Givens sweeps of a strip as a wavefront on one thread block (tessera/kernels_gpu/gpu_givens.hpp).
+// The Givens sweeps of a strip as a wavefront (tessera/kernels_gpu/gpu_givens.hpp): on one warp
+// as a systolic array for p <= 31 (below), else on one thread block:
 //
 // At step t, sweep j works on rows (i - 1, i), i = U - t + 2 j (U = plan.umax_all()): the active
 // sweeps' rows are two apart, so their rotations commute and are made at once (phase 1); then
@@ -7,6 +8,8 @@
 // fits in shared memory the strip's rows pass through it (one row loaded ahead, one written back
 // per step), so a step costs shared-memory latencies, not global ones; otherwise the strip is
 // worked on in global memory.
+#include <cuda_pipeline.h>
+
 #include <tessera/kernels_gpu/gpu_givens.hpp>
 
 #include "check.hpp"
@@ -109,6 +112,114 @@ __global__ void givens_generate_kernel(givens_plan plan, T* X, int ldx, T* cs) {
   }
 }
 
+// The wavefront for p <= 31 on one warp, as a systolic array: lane j is sweep j and holds, in
+// registers, the two rows its rotation works on at this step (top = row i - 1, bottom = row i,
+// i = U - step + 2j), shifted so that element q is column j + q (so column j is element 0 and
+// the later columns are the elements after it: all indices static). A step needs no
+// communication but one shuffle per element: afterwards the bottom row is final in column j
+// (written out) and moves to lane j + 1 as its new top row, the top row becomes the bottom one,
+// and lane 0's new top row comes from lane 31, which takes the strip's next row from a ring of
+// rows copied ahead (cp.async). The block-wide form spends its steps waiting at three barriers
+// and on shared-memory traffic; this one is bound by a rotation's latency. The arithmetic is the
+// same, element for element.
+template <class T, int P>
+__global__ void __launch_bounds__(32) givens_generate_systolic_kernel(givens_plan plan, T* X,
+                                                                      int ldx, T* cs) {
+  constexpr int ahead = 8;  // rows in flight from global memory
+  __shared__ T ring[ahead][P];
+  const int L = plan.L, p = plan.p, U = plan.umax_all(), steps = U + p;
+  const int lane = static_cast<int>(threadIdx.x), feeder = 31;
+  const bool sweep = lane < p;
+  const int umax = sweep ? plan.umax(lane) : 0;
+  auto at = [&](int row, int col) { return X + row + static_cast<std::ptrdiff_t>(col) * ldx; };
+  T ra[P], rb[P];
+  // Lane j starts with rows U + 2j - 1 (top) and U + 2j (bottom).
+  {
+    const int r0 = U + 2 * lane - 1;
+#pragma unroll
+    for (int q = 0; q < P; ++q) {
+      const bool col_ok = sweep && lane + q < p;
+      ra[q] = col_ok && r0 >= 0 && r0 < L ? *at(r0, lane + q) : T(0);
+      rb[q] = col_ok && r0 + 1 >= 0 && r0 + 1 < L ? *at(r0 + 1, lane + q) : T(0);
+    }
+  }
+  // The ring's slot s % ahead holds row U - s - 2, which lane 0 takes at step s; lane c copies
+  // column c. Columns p .. P stay zero.
+  auto fetch = [&](int s) {
+    const int row = U - s - 2;
+    T* dst = &ring[s % ahead][lane < P ? lane : 0];
+    if (lane < p) {
+      if (row >= 0)
+        __pipeline_memcpy_async(dst, at(row, lane), sizeof(T));
+      else
+        *dst = T(0);
+    }
+    __pipeline_commit();
+  };
+  for (int idx = lane; idx < ahead * P; idx += 32) (&ring[0][0])[idx] = T(0);
+  __syncwarp();
+  for (int s = 0; s < ahead; ++s) fetch(s);
+
+  // One step with the given roles of the two register rows; afterwards `top` holds the bottom
+  // row and `bot` the new top row.
+  auto step = [&](int t, T(&top)[P], T(&bot)[P]) {
+    const int u = U - t + lane, i = u + lane;
+    if (sweep && u >= 1 && u <= umax) {
+      T c, s, r;
+      make_rotation(top[0], bot[0], c, s, r);
+      top[0] = r;
+      bot[0] = 0;
+#pragma unroll
+      for (int q = 1; q < P; ++q) {
+        const T v = top[q], w = bot[q];
+        top[q] = c * v + s * w;
+        bot[q] = -s * v + c * w;
+      }
+      const std::size_t k = 2 * (static_cast<std::size_t>(lane) * L + i);
+      cs[k] = c;
+      cs[k + 1] = s;
+    }
+    if (sweep && i >= 0 && i < L) *at(i, lane) = bot[0];  // final in this column
+    // Row U - t - 2, copied `ahead` steps ago, into lane 31's bottom row (shifted by one).
+    __pipeline_wait_prior(ahead - 1);
+    __syncwarp();
+    if (lane == feeder) {
+#pragma unroll
+      for (int q = 1; q < P; ++q) bot[q] = ring[t % ahead][q - 1];
+    }
+    // Each lane's new top row: lane - 1's bottom row, one column further on.
+    const int from = (lane + 31) & 31;
+#pragma unroll
+    for (int q = 0; q < P - 1; ++q) bot[q] = __shfl_sync(0xffffffffu, bot[q + 1], from);
+    bot[P - 1] = 0;
+    __syncwarp();
+    fetch(t + ahead);  // into the slot just read
+  };
+  int t = 0;
+  for (; t + 1 < steps; t += 2) {
+    step(t, ra, rb);
+    step(t + 1, rb, ra);
+  }
+  if (t < steps) {
+    step(t, ra, rb);
+#pragma unroll
+    for (int q = 0; q < P; ++q) {
+      const T v = ra[q];
+      ra[q] = rb[q];
+      rb[q] = v;
+    }
+  }
+  __pipeline_wait_prior(0);
+  // The rows still held are final: top = row i - 1, bottom = row i for i = U - steps + 2j.
+  const int i = U - steps + 2 * lane;
+#pragma unroll
+  for (int q = 0; q < P; ++q)
+    if (sweep && lane + q < p) {
+      if (i - 1 >= 0 && i - 1 < L) *at(i - 1, lane + q) = ra[q];
+      if (i >= 0 && i < L) *at(i, lane + q) = rb[q];
+    }
+}
+
 }  // namespace
 
 template <class T>
@@ -121,7 +232,17 @@ void gpu_givens_generate(const givens_plan& plan, T* X, int ldx, T* cs, cudaStre
   const int threads = plan.p >= 64 ? 1024 : (plan.p >= 16 ? 256 : 64);
   const std::size_t window = (std::size_t(2 * plan.p + 2) * plan.p + 2 * plan.p) * sizeof(T);
   constexpr std::size_t window_limit = 200 * 1024;  // of the H100's 227 KB per block
-  if (window <= window_limit && threads >= plan.p) {
+  if (plan.p <= 31) {
+    auto run = [&](auto kernel) { kernel<<<1, 32, 0, stream>>>(plan, X, ldx, cs); };
+    if (plan.p <= 7)
+      run(givens_generate_systolic_kernel<T, 8>);
+    else if (plan.p <= 15)
+      run(givens_generate_systolic_kernel<T, 16>);
+    else if (plan.p <= 23)
+      run(givens_generate_systolic_kernel<T, 24>);
+    else
+      run(givens_generate_systolic_kernel<T, 32>);
+  } else if (window <= window_limit && threads >= plan.p) {
     auto k = givens_generate_kernel<T, true>;
     detail::check(kernel, "cudaFuncSetAttribute",
                   cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,

@@ -2,9 +2,10 @@
 // The two places a QR update runs (tessera/qr/update.hpp): host_backend (LAPACK/BLAS on all
 // cores, host memory) and gpu_backend (cuBLAS and Tessera's kernels, device memory). The update
 // algorithms (qr/src/update_*.cpp) are written once against this interface and instantiated for
-// both. Every operation names a lane: lane 0 carries R and Q^T B, lane 1 carries Q; on the GPU
-// each lane is a CUDA stream with its own cuBLAS handle, so Q (the biggest matrix) is updated
-// while R's next panel is factored; dep(from, to) orders lane `to` after what `from` has
+// both. Every operation names a lane: lane 0 carries R, lane 1 carries Q, lane 2 carries Q^T B;
+// on the GPU each lane is a CUDA stream with its own cuBLAS handle, so Q (the biggest matrix) is
+// updated while R's next panel is factored, and Q^T B's few columns (a handful of short calls per
+// panel or Givens block) stay off R's chain; dep(from, to) orders lane `to` after what `from` has
 // enqueued so far. On the CPUs the lanes are one sequence and BLAS is threaded.
 #include <algorithm>
 #include <cstddef>
@@ -17,7 +18,7 @@
 
 namespace tessera::qr::detail {
 
-inline constexpr int lane_r = 0, lane_q = 1;
+inline constexpr int lane_r = 0, lane_q = 1, lane_d = 2, lanes = 3;
 
 struct host_backend {
   template <class T>
@@ -163,7 +164,9 @@ struct gpu_backend {
   template <class T>
   void ensure(buffer<T>& b, std::size_t n) {
     if (b.n >= n) return;
-    sync();  // the old buffer may still be in use by enqueued work
+    // The old buffer may still be in use by enqueued work; an empty one is not, and waiting then
+    // would only leave the GPU idle while the rest of the update is enqueued.
+    if (b.p) sync();
     release(b.p);
     b.p = nullptr;
     b.n = 0;

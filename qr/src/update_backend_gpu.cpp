@@ -1,5 +1,5 @@
 // gpu_backend (qr/src/update_backend.hpp): the QR updates' operations on cuBLAS and Tessera's GPU
-// kernels, on two streams (lane 0: R and Q^T B; lane 1: Q).
+// kernels, on three streams (lane 0: R; lane 1: Q; lane 2: Q^T B).
 #if TESSERA_QR_CUDA
 #include <cuda_runtime.h>
 
@@ -31,11 +31,11 @@ cublasOperation_t op(char t) { return t == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N; }
 }  // namespace
 
 struct gpu_resources {
-  cudaStream_t s[2] = {nullptr, nullptr};
-  cublasHandle_t h[2] = {nullptr, nullptr};
+  cudaStream_t s[lanes] = {};
+  cublasHandle_t h[lanes] = {};
   cudaEvent_t ev = nullptr;
   gpu_resources() {
-    for (int i = 0; i < 2; ++i) {
+    for (int i = 0; i < lanes; ++i) {
       ok(cudaStreamCreateWithFlags(&s[i], cudaStreamNonBlocking), "cudaStreamCreate");
       ok(cublasCreate(&h[i]), "cublasCreate");
       ok(cublasSetStream(h[i], s[i]), "cublasSetStream");
@@ -43,7 +43,7 @@ struct gpu_resources {
     ok(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreate");
   }
   ~gpu_resources() {
-    for (int i = 0; i < 2; ++i) {
+    for (int i = 0; i < lanes; ++i) {
       if (s[i]) cudaStreamSynchronize(s[i]);
       if (h[i]) cublasDestroy(h[i]);
       if (s[i]) cudaStreamDestroy(s[i]);

@@ -12,8 +12,13 @@ void delete_columns(update_state<B, T>& st, int k, int p) {
   auto& be = st.be;
   const int m = st.m, right = m - k - p;
   st.begin();
-  if (right > 0) {
-    // The columns right of the block, moved left through a buffer (the ranges overlap).
+  if (right > 0 && right <= 4 * p) {
+    // The columns right of the block, moved left p at a time from the left: each piece's source
+    // and destination are p columns apart, so they do not overlap.
+    for (int c = 0; c < right; c += p)
+      be.copy(lane_r, m, std::min(p, right - c), st.R(0, k + p + c), st.ldr, st.R(0, k + c), st.ldr);
+  } else if (right > 0) {
+    // Many narrow pieces would cost more than a round trip through a buffer.
     be.ensure(st.spare_r, std::size_t(m) * right);
     be.copy(lane_r, m, right, st.R(0, k + p), st.ldr, st.spare_r.data(), m);
     be.copy(lane_r, m, right, st.spare_r.data(), m, st.R(0, k), st.ldr);

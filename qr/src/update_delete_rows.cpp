@@ -32,21 +32,20 @@ void delete_rows(update_state<B, T>& st, int k, int p) {
   tg.col_end = m;
   tg.col_shift = 0;
   givens_update(st, plan, X, n, tg);
-  // The new factors: Q without rows k..k+p and columns 0..p; R and D without rows 0..p.
-  be.ensure(st.spare_q, std::size_t(n2) * n2);
-  be.copy(lane_q, k, n2, st.Q(0, p), st.ldq, st.spare_q.data(), n2);
-  be.copy(lane_q, n - k - p, n2, st.Q(k + p, p), st.ldq, st.spare_q.data() + k, n2);
-  be.ensure(st.spare_r, std::size_t(n2) * m);
-  be.copy(lane_r, n2, m, st.R(p, 0), st.ldr, st.spare_r.data(), n2);
-  if (st.nrhs > 0) {
-    be.ensure(st.spare_d, std::size_t(n2) * st.nrhs);
-    be.copy(lane_r, n2, st.nrhs, st.D(p, 0), st.ldd, st.spare_d.data(), n2);
-    be.swap(st.d, st.spare_d);
-    st.ldd = n2;
+  // The new factors: Q without rows k..k+p and columns 0..p; R and D without rows 0..p. Dropping
+  // leading rows or columns moves where the matrix starts in its buffer; of Q's rows, the part on
+  // the smaller side of the deleted ones moves next to the other (through a buffer: the ranges
+  // overlap), so at k = 0 or at the end nothing is copied.
+  const int below = n - k - p;
+  if (k > 0 && below > 0) {
+    const int rows = std::min(k, below), from = k <= below ? 0 : k + p, to = k <= below ? p : k;
+    be.ensure(st.spare_q, std::size_t(rows) * n2);
+    be.copy(lane_q, rows, n2, st.Q(from, p), st.ldq, st.spare_q.data(), rows);
+    be.copy(lane_q, rows, n2, st.spare_q.data(), rows, st.Q(to, p), st.ldq);
   }
-  be.swap(st.q, st.spare_q);
-  be.swap(st.r, st.spare_r);
-  st.ldq = st.ldr = n2;
+  st.q0 += std::size_t(p) * st.ldq + (k <= below ? p : 0);
+  st.r0 += p;
+  st.d0 += p;
   st.n = n2;
   st.end();
 }

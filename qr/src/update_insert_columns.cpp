@@ -31,8 +31,7 @@ void insert_columns(update_state<B, T>& st, int k, const T* u, int ldu, int p) {
   be.copy(lane_r, m, k, st.R(0, 0), st.ldr, r2, n);
   be.copy(lane_r, m + pp, p, W, n, r2 + std::size_t(k) * n, n);
   be.copy(lane_r, m, m - k, st.R(0, k), st.ldr, r2 + std::size_t(k + p) * n, n);
-  be.swap(st.r, st.spare_r);
-  st.ldr = n;
+  st.adopt_r(n);
   st.m = m2;
   // The strip: rows [k, m + pp) of the new columns; column j is nonzero down to row m + j.
   kernels::givens_plan plan;

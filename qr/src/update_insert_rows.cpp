@@ -25,8 +25,7 @@ void insert_rows(update_state<B, T>& st, int k, const T* u, int ldu, int p, cons
     be.copy(lane_q, k, qc, st.Q(0, 0), st.ldq, q2, n2);
     be.copy(lane_q, n - k, qc, st.Q(k, 0), st.ldq, q2 + k + p, n2);
     be.identity(lane_q, p, q2 + k + std::size_t(qc) * n2, n2);
-    be.swap(st.q, st.spare_q);
-    st.ldq = n2;
+    st.adopt_q(n2);
   }
   // D' = [D; BU]: the new right-hand sides below D (full: D's own rows; else a separate block).
   T* dnew = nullptr;
@@ -36,8 +35,7 @@ void insert_rows(update_state<B, T>& st, int k, const T* u, int ldu, int p, cons
       be.ensure(st.spare_d, std::size_t(n2) * st.nrhs);
       be.copy(lane_r, n, st.nrhs, st.D(0, 0), st.ldd, st.spare_d.data(), n2);
       be.upload(lane_r, p, st.nrhs, bu, ldbu, st.spare_d.data() + n, n2);
-      be.swap(st.d, st.spare_d);
-      st.ldd = n2;
+      st.adopt_d(n2);
       dnew = st.D(n, 0);
       lddnew = n2;
     } else {
@@ -51,15 +49,15 @@ void insert_rows(update_state<B, T>& st, int k, const T* u, int ldu, int p, cons
     be.ensure(st.spare_r, std::size_t(n2) * m);
     be.zero(lane_r, n2, m, st.spare_r.data(), n2);
     be.copy(lane_r, m, m, st.R(0, 0), st.ldr, st.spare_r.data(), n2);
-    be.swap(st.r, st.spare_r);
-    st.ldr = n2;
+    st.adopt_r(n2);
   }
   st.n = n2;
   const int npanels = (m + nb - 1) / nb, ldp = nb + p;
   be.ensure(st.panels, std::size_t(npanels) * ldp * nb);
   be.ensure(st.tmats, std::size_t(npanels) * nb * nb);
   be.ensure(st.pwork, be.template panel_work_size<T>(ldp, nb));
-  be.ensure(st.work_r, std::size_t(nb) * std::max({m, st.nrhs, 1}));
+  be.ensure(st.work_r, std::size_t(nb) * std::max(m, 1));
+  if (st.nrhs > 0) be.ensure(st.work_d, std::size_t(nb) * st.nrhs);
   if (qc > 0) be.ensure(st.work_q, std::size_t(nb) * n2);
   T* U = st.in_u.data();
   for (int t = 0; t < npanels; ++t) {
@@ -72,9 +70,11 @@ void insert_rows(update_state<B, T>& st, int k, const T* u, int ldu, int p, cons
     be.triu_copy(lane_r, jb, 0, P, ldp, st.R(j0, j0), st.ldr);
     apply_left(be, lane_r, jb, p, m - j0 - jb, P, ldp, Tm, nb, st.R(j0, j0 + jb), st.ldr,
                U + std::size_t(j0 + jb) * p, p, st.work_r.data());
-    if (st.nrhs > 0)
-      apply_left(be, lane_r, jb, p, st.nrhs, P, ldp, Tm, nb, st.D(j0, 0), st.ldd, dnew, lddnew,
-                 st.work_r.data());
+    if (st.nrhs > 0) {
+      be.dep(lane_r, lane_d);
+      apply_left(be, lane_d, jb, p, st.nrhs, P, ldp, Tm, nb, st.D(j0, 0), st.ldd, dnew, lddnew,
+                 st.work_d.data());
+    }
     if (qc > 0) {
       be.dep(lane_r, lane_q);
       apply_right(be, lane_q, n2, jb, p, P, ldp, Tm, nb, st.Q(0, j0), st.ldq, st.Q(0, qc), st.ldq,

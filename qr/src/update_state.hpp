@@ -26,9 +26,12 @@ struct update_state {
   int n = 0, m = 0, nrhs = 0, nb = 64;
   buf q, r, d;
   int ldq = 1, ldr = 1, ldd = 1;
+  // Where Q(0, 0), R(0, 0), D(0, 0) lie in their buffers: deleting rows drops leading rows and
+  // columns by moving these instead of copying the matrices.
+  std::size_t q0 = 0, r0 = 0, d0 = 0;
   // Workspace kept between updates, so that a sequence of updates allocates only when it grows.
-  buf spare_q, spare_r, spare_d, work_r, work_q, panels, tmats, pwork, xbuf, cs, S, in_u, in_v,
-      in_b;
+  buf spare_q, spare_r, spare_d, work_r, work_q, work_d, panels, tmats, pwork, xbuf, cs, S, in_u,
+      in_v, in_b;
 
   update_state() = default;
   update_state(const update_state&) = delete;
@@ -44,14 +47,24 @@ struct update_state {
   int qcols() const noexcept { return mode == q_mode::full ? n : mode == q_mode::thin ? m : 0; }
   int rrows() const noexcept { return mode == q_mode::full ? n : m; }
   int drows() const noexcept { return mode == q_mode::full ? n : m; }
-  T* Q(int i, int j) noexcept { return q.data() + i + std::size_t(j) * ldq; }
-  T* R(int i, int j) noexcept { return r.data() + i + std::size_t(j) * ldr; }
-  T* D(int i, int j) noexcept { return d.data() + i + std::size_t(j) * ldd; }
+  T* Q(int i, int j) noexcept { return q.data() + q0 + i + std::size_t(j) * ldq; }
+  T* R(int i, int j) noexcept { return r.data() + r0 + i + std::size_t(j) * ldr; }
+  T* D(int i, int j) noexcept { return d.data() + d0 + i + std::size_t(j) * ldd; }
+  // The spare buffer (filled by the caller from its start, leading dimension ld) becomes Q, R or D.
+  void adopt_q(int ld) noexcept { be.swap(q, spare_q), q0 = 0, ldq = ld; }
+  void adopt_r(int ld) noexcept { be.swap(r, spare_r), r0 = 0, ldr = ld; }
+  void adopt_d(int ld) noexcept { be.swap(d, spare_d), d0 = 0, ldd = ld; }
 
   // The lanes start an update in order and end it joined, so that buffers swapped or reused by
   // the next update are free on both.
-  void begin() { be.dep(lane_r, lane_q); }
-  void end() { be.dep(lane_q, lane_r); }
+  void begin() {
+    be.dep(lane_r, lane_q);
+    be.dep(lane_r, lane_d);
+  }
+  void end() {
+    be.dep(lane_q, lane_r);
+    be.dep(lane_d, lane_r);
+  }
 };
 
 // [Ctop; Cbot] := H^T [Ctop; Cbot] on `lane`, H = I - V T V^T from a GEQRT panel: V (nb + hb
@@ -88,7 +101,7 @@ void apply_right(B& be, int lane, int nrows, int nb, int hb, const T* V, int ldv
 // R's columns [j_first, m) hold an upper triangle plus `band` subdiagonals within rows [0, L)
 // (columns left of j_first are upper triangular already): make R upper triangular again with
 // Householder panels of (nb + band) x nb, the seed's Figure 7 (LAPACK TPQRT's structure), applied
-// to R's trailing columns and D (lane R) and to Q's columns (lane Q, one panel behind).
+// to R's trailing columns (lane R), D (lane D) and Q's columns (lane Q, one panel behind).
 template <class B, class T>
 void band_retriangularize(update_state<B, T>& st, int j_first, int L, int band) {
   auto& be = st.be;
@@ -98,7 +111,8 @@ void band_retriangularize(update_state<B, T>& st, int j_first, int L, int band) 
   be.ensure(st.panels, std::size_t(npanels) * ldp * nb);
   be.ensure(st.tmats, std::size_t(npanels) * nb * nb);
   be.ensure(st.pwork, be.template panel_work_size<T>(ldp, nb));
-  be.ensure(st.work_r, std::size_t(nb) * std::max({m, st.nrhs, 1}));
+  be.ensure(st.work_r, std::size_t(nb) * std::max(m, 1));
+  if (st.nrhs > 0) be.ensure(st.work_d, std::size_t(nb) * st.nrhs);
   if (st.qcols() > 0) be.ensure(st.work_q, std::size_t(nb) * std::max(st.n, 1));
   for (int t = 0; t < npanels; ++t) {
     const int j0 = j_first + t * nb, jb = std::min(nb, m - j0);
@@ -110,9 +124,11 @@ void band_retriangularize(update_state<B, T>& st, int j_first, int L, int band) 
     be.triu_copy(lane_r, jb, hb, P, ldp, st.R(j0, j0), st.ldr);
     apply_left(be, lane_r, jb, hb, m - j0 - jb, P, ldp, Tm, nb, st.R(j0, j0 + jb), st.ldr,
                st.R(j0 + jb, j0 + jb), st.ldr, st.work_r.data());
-    if (st.nrhs > 0)
-      apply_left(be, lane_r, jb, hb, st.nrhs, P, ldp, Tm, nb, st.D(j0, 0), st.ldd, st.D(j0 + jb, 0),
-                 st.ldd, st.work_r.data());
+    if (st.nrhs > 0) {
+      be.dep(lane_r, lane_d);
+      apply_left(be, lane_d, jb, hb, st.nrhs, P, ldp, Tm, nb, st.D(j0, 0), st.ldd, st.D(j0 + jb, 0),
+                 st.ldd, st.work_d.data());
+    }
     if (st.qcols() > 0) {
       be.dep(lane_r, lane_q);
       apply_right(be, lane_q, st.n, jb, hb, P, ldp, Tm, nb, st.Q(0, j0), st.ldq, st.Q(0, j0 + jb),
@@ -123,7 +139,7 @@ void band_retriangularize(update_state<B, T>& st, int j_first, int L, int band) 
 
 // X (rows x c, ldx, in st.xbuf or elsewhere not touched by the lanes' other work) := its R factor
 // (upper trapezoidal, exact zeros below), by blocked Householder QR; the reflectors are applied to
-// D(d_row0 : d_row0 + rows, :) (lane R) and to Q(:, q_col0 : q_col0 + rows) (lane Q). The rows
+// D(d_row0 : d_row0 + rows, :) (lane D) and to Q(:, q_col0 : q_col0 + rows) (lane Q). The rows
 // of R that these Q columns belong to must be zero (they are: rows >= cols), so R is untouched.
 template <class B, class T>
 void householder_compress(update_state<B, T>& st, int rows, int c, T* X, int ldx, int q_col0,
@@ -134,7 +150,8 @@ void householder_compress(update_state<B, T>& st, int rows, int c, T* X, int ldx
   const int npanels = (kmax + nb - 1) / nb;
   be.ensure(st.tmats, std::size_t(npanels) * nb * nb);
   be.ensure(st.pwork, be.template panel_work_size<T>(rows, nb));
-  be.ensure(st.work_r, std::size_t(nb) * std::max({c, st.nrhs, 1}));
+  be.ensure(st.work_r, std::size_t(nb) * std::max(c, 1));
+  if (st.nrhs > 0) be.ensure(st.work_d, std::size_t(nb) * st.nrhs);
   if (st.qcols() > 0) be.ensure(st.work_q, std::size_t(nb) * std::max(st.n, 1));
   for (int t = 0; t < npanels; ++t) {
     const int j0 = t * nb, jb = std::min(nb, kmax - j0), h = rows - j0, hb = h - jb;
@@ -143,17 +160,20 @@ void householder_compress(update_state<B, T>& st, int rows, int c, T* X, int ldx
     be.panel_qr(lane_r, h, jb, P, ldx, Tm, nb, st.pwork.data(), st.pwork.size());
     apply_left(be, lane_r, jb, hb, c - j0 - jb, P, ldx, Tm, nb, P + std::size_t(jb) * ldx, ldx,
                P + jb + std::size_t(jb) * ldx, ldx, st.work_r.data());
-    if (st.nrhs > 0)
-      apply_left(be, lane_r, jb, hb, st.nrhs, P, ldx, Tm, nb, st.D(d_row0 + j0, 0), st.ldd,
-                 st.D(d_row0 + j0 + jb, 0), st.ldd, st.work_r.data());
+    if (st.nrhs > 0) {
+      be.dep(lane_r, lane_d);
+      apply_left(be, lane_d, jb, hb, st.nrhs, P, ldx, Tm, nb, st.D(d_row0 + j0, 0), st.ldd,
+                 st.D(d_row0 + j0 + jb, 0), st.ldd, st.work_d.data());
+    }
     if (st.qcols() > 0) {
       be.dep(lane_r, lane_q);
       apply_right(be, lane_q, st.n, jb, hb, P, ldx, Tm, nb, st.Q(0, q_col0 + j0), st.ldq,
                   st.Q(0, q_col0 + j0 + jb), st.ldq, st.work_q.data());
     }
   }
-  // The reflectors (below X's diagonal) are read by lane Q until it catches up.
+  // The reflectors (below X's diagonal) and T are read by lanes Q and D until they catch up.
   be.dep(lane_q, lane_r);
+  be.dep(lane_d, lane_r);
   be.triu_copy(lane_r, kmax, rows - kmax, X, ldx, X, ldx);
 }
 
@@ -193,17 +213,21 @@ void givens_update(update_state<B, T>& st, const kernels::givens_plan& plan, T* 
     const int j0 = grp * G, g = std::min(G, plan.p - j0);
     const kernels::givens_plan sub = givens_group(plan, j0, g);
     if (sub.L <= 1 || sub.umax_all() <= 0) continue;
-    // Each group's rotations and blocks are new buffers' worth: lane Q may still read the last's.
+    // Each group's rotations and blocks are new buffers' worth: lanes Q and D may still read the
+    // last's.
     be.dep(lane_q, lane_r);
+    be.dep(lane_d, lane_r);
     be.ensure(st.cs, sub.cs_size());
     be.ensure(st.S, sub.blocks_size());
     const int bw = sub.bw(), rest = plan.p - j0 - g;
-    be.ensure(st.work_r, std::size_t(bw) * std::max({tg.col_end, st.nrhs, rest, 1}));
+    be.ensure(st.work_r, std::size_t(bw) * std::max({tg.col_end, rest, 1}));
+    if (st.nrhs > 0) be.ensure(st.work_d, std::size_t(bw) * st.nrhs);
     if (st.qcols() > 0) be.ensure(st.work_q, std::size_t(bw) * std::max(st.n, 1));
     T* Xg = X + j0 + std::size_t(j0) * ldx;
     be.givens_generate(lane_r, sub, Xg, ldx, st.cs.data());
     be.givens_blocks(lane_r, sub, st.cs.data(), st.S.data());
     if (st.qcols() > 0) be.dep(lane_r, lane_q);
+    if (st.nrhs > 0) be.dep(lane_r, lane_d);
     for (int t = 0; t < sub.blocks(); ++t) {
       const int s = sub.row0(t), rt = sub.rows(t), g0 = tg.off + j0 + s;
       const T* St = st.S.data() + std::size_t(t) * bw * bw;
@@ -221,9 +245,9 @@ void givens_update(update_state<B, T>& st, const kernels::givens_plan& plan, T* 
         be.copy(lane_r, rt, nc, st.work_r.data(), bw, st.R(g0, c0), st.ldr);
       }
       if (st.nrhs > 0) {
-        be.gemm(lane_r, 'T', 'N', rt, st.nrhs, rt, T(1), St, bw, st.D(g0, 0), st.ldd, T(0),
-                st.work_r.data(), bw);
-        be.copy(lane_r, rt, st.nrhs, st.work_r.data(), bw, st.D(g0, 0), st.ldd);
+        be.gemm(lane_d, 'T', 'N', rt, st.nrhs, rt, T(1), St, bw, st.D(g0, 0), st.ldd, T(0),
+                st.work_d.data(), bw);
+        be.copy(lane_d, rt, st.nrhs, st.work_d.data(), bw, st.D(g0, 0), st.ldd);
       }
       if (st.qcols() > 0) {
         // Q(:, g0 : g0 + rt) := Q(:, ...) B_t^T = Q(:, ...) S_t, so that Q R stays A.

@@ -9,9 +9,11 @@
 
 namespace tessera::kernels {
 
-// givens_generate on the GPU: one thread block; at step t every sweep j whose shifted index
-// u = umax_all - t + j is in range makes its rotation (their rows are two apart, so disjoint),
-// then all of them are applied to the later columns. umax_all + p steps, two barriers each.
+// givens_generate on the GPU: at step t every sweep j whose shifted index u = umax_all - t + j is
+// in range makes its rotation (their rows are two apart, so disjoint) and applies it to the
+// later columns; umax_all + p steps. For p <= 31 one warp as a systolic array (lane j is sweep
+// j, its two rows in registers, no barrier); wider strips on one thread block, three barriers a
+// step.
 template <class T>
 void gpu_givens_generate(const givens_plan& plan, T* X, int ldx, T* cs, cudaStream_t stream);
 

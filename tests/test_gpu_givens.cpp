@@ -1,0 +1,102 @@
+// The Givens sweeps of a strip on the GPU (tessera/kernels_gpu/gpu_givens.hpp) against the CPU
+// forms (tessera/kernels_cpu/givens.hpp): the same triangular strip with exact zeros, the same
+// rotations and the same blocks, up to rounding, for strips of one warp's systolic form
+// (p <= 31: every register width) and of the block-wide wavefront (p >= 32), with ldx > L.
+// Skipped without a CUDA device.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <tuple>
+#include <vector>
+
+#include "gpu_test_util.hpp"
+#include "tessera/kernels_cpu/givens.hpp"
+#include "tessera/kernels_gpu/gpu_givens.hpp"
+
+namespace {
+
+using tessera::testing::gpu::cuda_ok;
+
+template <class T>
+double max_rel(const std::vector<T>& a, const std::vector<T>& b) {
+  double d = 0, s = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    d = std::max(d, std::abs(double(a[i]) - double(b[i])));
+    s = std::max(s, std::abs(double(b[i])));
+  }
+  return s > 0 ? d / s : d;
+}
+
+template <class T>
+void check_plan(int L, int p, int base) {
+  CAPTURE(L);
+  CAPTURE(p);
+  CAPTURE(base);
+  std::uniform_real_distribution<double> u(-1, 1);
+  tessera::kernels::givens_plan plan;
+  plan.L = L;
+  plan.p = p;
+  plan.base = base;
+  plan.w = 64;
+  const int ldx = L + 3;
+  // The strip: column j nonzero down to row base + j, as the updates leave it; the rows past L
+  // are padding the kernels must leave alone.
+  std::vector<T> X(std::size_t(ldx) * p, T(0));
+  for (int j = 0; j < p; ++j)
+    for (int i = 0; i < ldx; ++i)
+      X[i + std::size_t(j) * ldx] =
+          i >= L ? T(-777.25) : i <= std::min(L - 1, base + j) ? T(u(tessera::testing::gpu::rng())) : T(0);
+  std::vector<T> Xc = X, cs_c(plan.cs_size(), T(0));
+  tessera::kernels::givens_generate(plan, Xc.data(), ldx, cs_c.data());
+  std::vector<T> S_c(std::max<std::size_t>(plan.blocks_size(), 1));
+  tessera::kernels::givens_blocks(plan, cs_c.data(), S_c.data(), 1);
+
+  T *dX = nullptr, *dcs = nullptr, *dS = nullptr;
+  cuda_ok(cudaMalloc(&dX, sizeof(T) * X.size()));
+  cuda_ok(cudaMalloc(&dcs, sizeof(T) * std::max<std::size_t>(cs_c.size(), 1)));
+  cuda_ok(cudaMalloc(&dS, sizeof(T) * S_c.size()));
+  cuda_ok(cudaMemcpy(dX, X.data(), sizeof(T) * X.size(), cudaMemcpyHostToDevice));
+  cuda_ok(cudaMemset(dcs, 0, sizeof(T) * std::max<std::size_t>(cs_c.size(), 1)));
+  tessera::kernels::gpu_givens_generate(plan, dX, ldx, dcs, nullptr);
+  tessera::kernels::gpu_givens_blocks(plan, dcs, dS, nullptr);
+  std::vector<T> Xg(X.size()), cs_g(cs_c.size()), S_g(S_c.size());
+  cuda_ok(cudaMemcpy(Xg.data(), dX, sizeof(T) * X.size(), cudaMemcpyDeviceToHost));
+  cuda_ok(cudaMemcpy(cs_g.data(), dcs, sizeof(T) * cs_g.size(), cudaMemcpyDeviceToHost));
+  if (plan.blocks() > 0)
+    cuda_ok(cudaMemcpy(S_g.data(), dS, sizeof(T) * S_g.size(), cudaMemcpyDeviceToHost));
+  else
+    S_g = S_c;
+  cudaFree(dX);
+  cudaFree(dcs);
+  cudaFree(dS);
+
+  // Exact zeros below the diagonal and untouched padding; the rest and the rotations as on the
+  // CPUs up to rounding (the GPU may contract into FMAs).
+  for (int j = 0; j < p; ++j)
+    for (int i = j + 1; i < ldx; ++i) CHECK(Xg[i + std::size_t(j) * ldx] == Xc[i + std::size_t(j) * ldx]);
+  const double tol = 100.0 * double(std::numeric_limits<T>::epsilon()) * (L + p);
+  std::vector<T> Xg_in, Xc_in;  // the strip's L rows
+  for (int j = 0; j < p; ++j)
+    for (int i = 0; i < L; ++i) {
+      Xg_in.push_back(Xg[i + std::size_t(j) * ldx]);
+      Xc_in.push_back(Xc[i + std::size_t(j) * ldx]);
+    }
+  CHECK(max_rel(Xg_in, Xc_in) < tol);
+  CHECK(max_rel(cs_g, cs_c) < tol);
+  CHECK(max_rel(S_g, S_c) < tol);
+}
+
+}  // namespace
+
+TEST_CASE("givens sweeps on the GPU: the strip, the rotations and the blocks as on the CPUs") {
+  for (auto [L, p, base] :
+       {std::tuple{1, 1, 0}, {2, 1, 1}, {10, 3, 7}, {40, 5, 35}, {40, 5, 10}, {33, 12, 21},
+        {17, 17, 0}, {100, 30, 70}, {200, 7, 193}, {300, 20, 280}, {90, 31, 60}, {64, 31, 0},
+        {500, 16, 480}, {50, 23, 60}, {70, 24, 40}, {120, 8, 115}, {130, 32, 100},
+        {200, 40, 150}, {300, 64, 236}}) {
+    check_plan<double>(L, p, base);
+    check_plan<float>(L, p, base);
+  }
+}
