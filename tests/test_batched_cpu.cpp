@@ -1,4 +1,4 @@
-// tessera::batched on the CPUs (LAPACK per matrix, spread over the runtime's workers): every order
+// tessera::batched on the CPUs (LAPACK's algorithms per matrix, spread over the runtime's workers): every order
 // 1..32, both precisions and layouts, singular and non-finite matrices, counts 0 and 1, and the
 // argument checks. The same cases run on the GPU in test_gpu_batched.cpp.
 #include <doctest/doctest.h>

@@ -47,6 +47,9 @@ TEST_CASE("tessera_batched: bad arguments exit 2 naming the argument") {
   CHECK(run("lu --precision z").code == 2);
   CHECK(run("lu --layout rows").code == 2);
   CHECK(run("lu --depth 1 --count 1").code == 2);
+  r = run("lu --cpu-share 1.5 --count 1");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--cpu-share") != std::string::npos);
 }
 
 TEST_CASE("tessera_batched: without a GPU, --device auto says it runs on the CPUs; --device gpu is refused") {

@@ -1,4 +1,4 @@
-// The front door: argument checks, the choice of CPUs or GPU, and the CPU path (LAPACK per matrix,
+// The front door: argument checks, the choice of CPUs or GPU, and the CPU path (LAPACK's algorithms per matrix,
 // ranges of the batch as independent tasks on the runtime).
 #include "tessera/batched/batched.hpp"
 
@@ -123,8 +123,8 @@ report run(const job<T>& j, const options& o) {
     if (j.count > 0) detail::run_gpu(j, o, r);
     r.ran_on = target::gpu;
   } else {
-    r.reason = o.on == target::cpu ? "target cpu: LAPACK per matrix on the CPUs"
-                                   : "no CUDA device: running on the CPUs (LAPACK per matrix)";
+    r.reason = o.on == target::cpu ? "target cpu: LAPACK's algorithms per matrix on the CPUs"
+                                   : "no CUDA device: running on the CPUs (LAPACK's algorithms per matrix)";
     if (j.count > 0) run_cpu(j, o, r);
     r.ran_on = target::cpu;
   }

@@ -24,7 +24,7 @@ kernels::batch_ref<T> ref(const batch<T>& m) {
   return {m.data, m.stride, m.pointers, m.ld};
 }
 
-// The operation on matrices [first, last) on this thread (LAPACK per matrix; the caller holds
+// The operation on matrices [first, last) on this thread (LAPACK's algorithms per matrix; the caller holds
 // OpenBLAS to one thread).
 template <class T>
 void cpu_range(const job<T>& j, long long first, long long last);

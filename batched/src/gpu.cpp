@@ -329,8 +329,7 @@ void run_streamed(const job<T>& j, const options& o, report& r) {
   device_buffer dev = rt.allocate_device(sec.total * static_cast<std::size_t>(slots));
   pinned_buffer pin = rt.allocate_pinned(sec.total * static_cast<std::size_t>(slots));
 
-  // The CPUs' share: the batch's last cpu_count matrices, factored in the caller's memory by tasks
-  // interleaved with the chunks' (at a lower priority, so packing and unpacking go first).
+  // The CPUs' share: the batch's last cpu_count matrices, factored in the caller's memory.
   const blas::blas_threads one(1);
   long long cpu_count = 0;
   cpu_sample sampled;
@@ -346,22 +345,15 @@ void run_streamed(const job<T>& j, const options& o, report& r) {
   const long long gpu_count = j.count - cpu_count;
   const long long chunks = (gpu_count + per_chunk - 1) / per_chunk;
   r.cpu_matrices = cpu_count;
+  // One task a core, workers - 2 of them, before the chunks: the two other workers keep the
+  // copies' tasks going (tasks of a millisecond interleaved with the chunks had started late, the
+  // runtime holding back insertion until the chunks ahead of them ran).
   const long long cpu_todo = cpu_count - sampled.done;
-  // About 1 ms of a core's work a task, so that a pack or unpack waits at most that long for one.
-  const long long workers = std::max(1LL, static_cast<long long>(rt.workers()));
-  const long long cpu_per_task = std::max(
-      16LL, std::min(cpu_todo / workers + 1,
-                     sampled.rate > 0 ? std::llround(sampled.rate / static_cast<double>(workers) * 1e-3) : 256LL));
-  const long long cpu_tasks = (cpu_todo + cpu_per_task - 1) / cpu_per_task;
-  long long cpu_inserted = 0;
-  // Inserts CPU tasks until `upto` of them are in.
-  auto insert_cpu = [&](long long upto) {
-    for (; cpu_inserted < std::min(upto, cpu_tasks); ++cpu_inserted) {
-      const long long first = gpu_count + cpu_inserted * cpu_per_task;
-      const long long last = std::min(gpu_count + cpu_todo, first + cpu_per_task);
-      rt.task([&j, first, last] { cpu_range(j, first, last); }).priority(-1).label("batched_cpu").submit();
-    }
-  };
+  const long long cpu_tasks = std::min(cpu_todo, std::max(1LL, static_cast<long long>(rt.workers()) - 2));
+  for (long long t = 0; t < cpu_tasks; ++t) {
+    const long long first = gpu_count + cpu_todo * t / cpu_tasks, last = gpu_count + cpu_todo * (t + 1) / cpu_tasks;
+    rt.task([&j, first, last] { cpu_range(j, first, last); }).priority(-1).label("batched_cpu").submit();
+  }
   std::vector<handle> h_in(static_cast<std::size_t>(slots)), h_io(static_cast<std::size_t>(slots));
   for (int s = 0; s < slots; ++s) {
     char* host = pin.get<char>() + sec.total * static_cast<std::size_t>(s);
@@ -420,7 +412,6 @@ void run_streamed(const job<T>& j, const options& o, report& r) {
         .read_write(token[s])
         .label("batched_unpack")
         .submit();
-    insert_cpu(cpu_tasks * (c + 1) / chunks);
   }
   for (long long c = 0; c < chunks && !direct; ++c) {
     const auto s = static_cast<std::size_t>(c % slots);
@@ -466,9 +457,7 @@ void run_streamed(const job<T>& j, const options& o, report& r) {
         .read(h_io[s])
         .label("batched_unpack")
         .submit();
-    insert_cpu(cpu_tasks * (c + 1) / chunks);
   }
-  insert_cpu(cpu_tasks);
   rt.wait_all();
   for (int s = 0; s < slots; ++s) {
     if (h_in[static_cast<std::size_t>(s)]) rt.release_device(h_in[static_cast<std::size_t>(s)]);

@@ -78,7 +78,7 @@ struct options {
   std::size_t chunk_bytes = 0;
   // CPU threads (the CPU path, packing and unpacking); 0: all cores.
   unsigned threads = 0;
-  // Share of a host-resident batch that the CPUs factor themselves (LAPACK per matrix, in the
+  // Share of a host-resident batch that the CPUs factor themselves (LAPACK's algorithms per matrix, in the
   // caller's memory) while the rest streams through the GPU: the batch's last matrices. Negative:
   // measured per call, for LU and the inverse of a packed batch in pinned memory (the in-place
   // path): the CPUs' timed rate against the link's measured bandwidth, none below 5%; a staged
