@@ -113,7 +113,7 @@ qr::updatable<T> from_base(const base<T>& b, qr::target on) {
 // One update of u as the case says, then the solve; seconds. profile: inside the profiler's range.
 template <class T>
 double timed_update(qr::updatable<T>& u, const bench_case& c, std::mt19937_64& g,
-                    bool profile = false) {
+                    [[maybe_unused]] bool profile = false) {
   std::vector<T> U, V, BU;
   if (c.op == "ic") U = random_vec<T>(std::size_t(c.n) * c.p, g);
   if (c.op == "ir") U = random_vec<T>(std::size_t(c.p) * c.m, g), BU = random_vec<T>(std::size_t(c.p), g);
