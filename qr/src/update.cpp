@@ -34,7 +34,7 @@ constexpr const char* who = "tessera::qr::updatable";
 
 // The width of the block Householder panels: update_options::nb (given) when set, else 64.
 // Deleting p >= 200 columns on the GPU uses 128, because on the H100 it measured as fast or up to
-// 13% faster at every k and Q mode there while p = 100 was up to 4.5% slower with full Q
+// 15% faster at every k and Q mode there while p = 100 was up to 4.5% slower with full Q
 // (docs/results/2026-11-24-qr-update-nb-h100.md). delete_p: the p of a column deletion, else 0.
 int panel_width(int given, target on, int delete_p = 0) {
   if (given > 0) return given;
