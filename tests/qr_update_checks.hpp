@@ -394,6 +394,9 @@ inline void larger_blocks(qr::target on) {
   check_factors(u, p, "rank-130 update");
   apply(u, p, op::delete_rows, 0, 200);
   check_factors(u, p, "delete 200 rows at 0");
+  // 200 or more columns: on the GPU the default panels are 128 wide (three here).
+  apply(u, p, op::delete_columns, 20, 200);
+  check_factors(u, p, "delete 200 columns at 20");
 }
 
 }  // namespace tessera::testing::update

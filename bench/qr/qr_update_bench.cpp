@@ -31,6 +31,7 @@ namespace {
 
 namespace qr = tessera::qr;
 int bench_nb = 0;
+std::vector<int> bench_nbs;  // --nbs: more panel widths, each case timed with each (interleaved)
 int bench_reps = 1;
 bool bench_profile = false;  // the timed GPU updates inside cudaProfilerStart/Stop (ncu --profile-from-start off)
 using clock_type = std::chrono::steady_clock;
@@ -98,11 +99,11 @@ base<T> make_base(int n, int m, qr::q_mode q, std::mt19937_64& g) {
 }
 
 template <class T>
-qr::updatable<T> from_base(const base<T>& b, qr::target on) {
+qr::updatable<T> from_base(const base<T>& b, qr::target on, int nb = bench_nb) {
   qr::update_options o;
   o.on = on;
   o.q = b.q;
-  o.nb = bench_nb;
+  o.nb = nb;
   const int qc = b.q == qr::q_mode::full ? b.n : b.q == qr::q_mode::thin ? b.m : 0;
   const int dr = b.q == qr::q_mode::full ? b.n : b.m;
   return qr::updatable<T>::from_factors(qr::host<const T>(b.Q.data(), b.n, qc, b.n),
@@ -240,6 +241,7 @@ struct row {
   bench_case c;
   std::string prec;
   double gpu = -1, gpu_first = -1, gpu_re = -1, cpu = -1, cpu_re = -1;
+  std::vector<double> gpu_nbs{};  // best of --reps with each of --nbs
 };
 
 const char* op_name(const std::string& op) {
@@ -274,11 +276,19 @@ void run_cases(const std::vector<bench_case>& cases, bool gpu, bool cpu, const s
     const bool with_q = c.q == qr::q_mode::full;
     if (gpu) {
       // Best of --reps, each from a fresh copy of the factors (only the first one profiled).
+      // With --nbs, each rep times every width after the default one, so that drift hits all.
+      r.gpu_nbs.assign(bench_nbs.size(), 1e30);
       for (int rep = 0; rep < bench_reps; ++rep) {
-        auto u = from_base(b, qr::target::gpu);
-        const double t = timed_update(u, c, g, bench_profile && rep == 0);
-        r.gpu = rep == 0 ? t : std::min(r.gpu, t);
-        if (rep == 0) r.gpu_first = t;
+        {
+          auto u = from_base(b, qr::target::gpu);
+          const double t = timed_update(u, c, g, bench_profile && rep == 0);
+          r.gpu = rep == 0 ? t : std::min(r.gpu, t);
+          if (rep == 0) r.gpu_first = t;
+        }
+        for (std::size_t i = 0; i < bench_nbs.size(); ++i) {
+          auto u = from_base(b, qr::target::gpu, bench_nbs[i]);
+          r.gpu_nbs[i] = std::min(r.gpu_nbs[i], timed_update(u, c, g));
+        }
       }
 #if TESSERA_BENCH_CUDA
       r.gpu_re = gpu_recompute<T>(n2, m2, with_q, g);
@@ -295,6 +305,8 @@ void run_cases(const std::vector<bench_case>& cases, bool gpu, bool cpu, const s
       std::printf(", cpu %.4f s, LAPACK %.4f s, gpu vs best cpu %.1fx", r.cpu, r.cpu_re,
                   std::min(r.cpu, r.cpu_re) / r.gpu);
     if (bench_reps > 1) std::printf(", first of %d reps %.5f s", bench_reps, r.gpu_first);
+    for (std::size_t i = 0; i < r.gpu_nbs.size(); ++i)
+      std::printf(", nb %d %.5f s (%.3f)", bench_nbs[i], r.gpu_nbs[i], r.gpu_nbs[i] / r.gpu);
     std::printf("\n");
     std::fflush(stdout);
     out.push_back(r);
@@ -318,6 +330,9 @@ int main(int argc, char** argv) {
   app.add_option("--cases", cases_filter, "only cases whose n,m,k,p is in this list of n:m:k:p (e.g. 6000:3000:2000:500)");
   app.add_flag("--profile", bench_profile, "each case's first timed GPU update between cudaProfilerStart/Stop");
   app.add_option("--nb", bench_nb, "panel width of the updates (0: the library's default)")->check(CLI::Range(0, 1024));
+  app.add_option("--nbs", bench_nbs, "also time each GPU update with these panel widths (e.g. 128,96), interleaved with --nb's reps")
+      ->delimiter(',')
+      ->check(CLI::Range(0, 1024));
   app.add_option("--scale", scale, "divide every size by this (a smoke test)")->check(CLI::Range(1, 1000));
   CLI11_PARSE(app, argc, argv);
   const bool gpu = !no_gpu && qr::gpu_available();
@@ -331,8 +346,9 @@ int main(int argc, char** argv) {
   if (want("dc"))
     for (qm q : {qm::none, qm::full})
       for (int p : quick ? std::vector<int>{500} : std::vector<int>{100, 200, 500})
-        for (int k : quick ? std::vector<int>{0, 2000} : std::vector<int>{0, 1000, 2000, 3000 - p})
-          cases.push_back({"dc", 6000, 3000, k, p, q, (k == 0 && p == 500) || (k == 2000 && p != 200)});
+        for (int k : quick ? std::vector<int>{0, 2000} : std::vector<int>{0, 1000, 2000, 2500, 3000 - p})
+          if (k != 2500 || p != 500)  // 2500 is 3000 - p for p = 500
+            cases.push_back({"dc", 6000, 3000, k, p, q, (k == 0 && p == 500) || (k == 2000 && p != 200)});
   // Adding p = 200 columns to m = 3000 at k (full Q; the seed's Tables 5.1-5.7 ranges).
   if (want("ic"))
     for (int n : quick ? std::vector<int>{8000} : std::vector<int>{4000, 8000, 12000})
@@ -371,14 +387,18 @@ int main(int argc, char** argv) {
     if (pc == 's') run_cases<float>(cases, gpu, cpu, "s", rows);
     if (pc == 'd') run_cases<double>(cases, gpu, cpu, "d", rows);
   }
-  std::printf("\n| update | prec | n | m | k | p | Q | GPU update (s) | cuSOLVER recompute (s) | speed-up |%s\n",
+  std::printf("\n| update | prec | n | m | k | p | Q | GPU update (s) | cuSOLVER recompute (s) | speed-up |%s",
               cpu ? " CPU update (s) | LAPACK recompute (s) | GPU vs best CPU |" : "");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|%s\n", cpu ? "---|---|---|" : "");
+  for (int nb : bench_nbs) std::printf(" nb %d (s) | nb %d / nb %d |", nb, nb, bench_nb);
+  std::printf("\n|---|---|---|---|---|---|---|---|---|---|%s", cpu ? "---|---|---|" : "");
+  for (std::size_t i = 0; i < bench_nbs.size(); ++i) std::printf("---|---|");
+  std::printf("\n");
   for (const auto& r : rows) {
     std::printf("| %s | %s | %d | %d | %d | %d | %s | %.5f | %.5f | %.1fx |", op_name(r.c.op), r.prec.c_str(),
                 r.c.n, r.c.m, r.c.k, r.c.p, qr::name(r.c.q), r.gpu, r.gpu_re, r.gpu > 0 ? r.gpu_re / r.gpu : 0);
     if (cpu && r.cpu < 0) std::printf(" | | |");
     if (cpu && r.cpu >= 0) std::printf(" %.4f | %.4f | %.1fx |", r.cpu, r.cpu_re, r.gpu > 0 ? std::min(r.cpu, r.cpu_re) / r.gpu : 0);
+    for (double t : r.gpu_nbs) std::printf(" %.5f | %.3f |", t, r.gpu > 0 ? t / r.gpu : 0);
     std::printf("\n");
   }
 }

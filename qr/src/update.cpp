@@ -32,6 +32,15 @@ namespace {
 
 constexpr const char* who = "tessera::qr::updatable";
 
+// The width of the block Householder panels: update_options::nb (given) when set, else 64.
+// Deleting p >= 200 columns on the GPU uses 128, because on the H100 it measured as fast or up to
+// 15% faster at every k and Q mode there while p = 100 was up to 4.5% slower with full Q
+// (docs/results/2026-11-24-qr-update-nb-h100.md). delete_p: the p of a column deletion, else 0.
+int panel_width(int given, target on, int delete_p = 0) {
+  if (given > 0) return given;
+  return on == target::gpu && delete_p >= 200 ? 128 : 64;
+}
+
 template <class T>
 void require_host(const char* fn, const char* arg, matrix_ref<const T> a) {
   if (a.where != memory::host)
@@ -126,7 +135,8 @@ updatable<T> updatable<T>::from_factors(matrix_ref<const T> q, matrix_ref<const 
     st.n = n;
     st.m = m;
     st.nrhs = nrhs;
-    st.nb = o.nb > 0 ? o.nb : 64;
+    st.nb = panel_width(o.nb, on);
+    st.nb_given = o.nb;
     if (qc > 0) {
       be.ensure(st.q, std::size_t(n) * qc);
       st.ldq = n;
@@ -259,7 +269,8 @@ void updatable<T>::delete_columns(int k, int p) {
   check::require_ge(fn, "p", p, "1", 1);
   check::require_le(fn, "p", p, "cols - 1", m - 1);
   check::require_le(fn, "k + p", static_cast<long long>(k) + p, "cols", m);
-  _s->visit([&](auto& st) { detail::delete_columns(st, k, p); });
+  const target on = _s->on;
+  _s->visit([&](auto& st) { detail::delete_columns(st, k, p, panel_width(st.nb_given, on, p)); });
 }
 
 template <class T>

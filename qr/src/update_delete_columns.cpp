@@ -8,7 +8,7 @@
 namespace tessera::qr::detail {
 
 template <class B, class T>
-void delete_columns(update_state<B, T>& st, int k, int p) {
+void delete_columns(update_state<B, T>& st, int k, int p, int nb) {
   auto& be = st.be;
   const int m = st.m, right = m - k - p;
   st.begin();
@@ -25,13 +25,13 @@ void delete_columns(update_state<B, T>& st, int k, int p) {
   }
   be.zero(lane_r, st.rrows(), p, st.R(0, m - p), st.ldr);
   st.m = m - p;  // the band: columns [k, m - p), rows [0, m)
-  band_retriangularize(st, k, m, p);
+  band_retriangularize(st, k, m, p, nb);
   // Rows m - p .. m of R are zero now; in thin and Q-less modes they and Q's columns, D's rows
   // past the new cols are no longer kept (D's were residual components).
   st.end();
 }
 
-#define TESSERA_INST(B, T) template void delete_columns<B, T>(update_state<B, T>&, int, int);
+#define TESSERA_INST(B, T) template void delete_columns<B, T>(update_state<B, T>&, int, int, int);
 TESSERA_UPDATE_INSTANTIATE(TESSERA_INST)
 
 }  // namespace tessera::qr::detail

@@ -36,7 +36,7 @@ void rank_update(update_state<B, T>& st, const T* u, int ldu, const T* v, int ld
   // W is upper triangular now: R(0:rr, :) += W(0:rr, 0:r) V^T.
   const int rr = std::min(r, L);
   be.gemm(lane_r, 'N', 'T', rr, m, r, T(1), W, n, st.in_v.data(), m, T(1), st.R(0, 0), st.ldr);
-  band_retriangularize(st, 0, L, std::min(r, L - 1));
+  band_retriangularize(st, 0, L, std::min(r, L - 1), st.nb);
   st.end();
 }
 

@@ -24,6 +24,7 @@ struct update_state {
   B be;
   q_mode mode = q_mode::full;
   int n = 0, m = 0, nrhs = 0, nb = 64;
+  int nb_given = 0;  // update_options::nb (0: each update's default; deleting columns has its own)
   buf q, r, d;
   int ldq = 1, ldr = 1, ldd = 1;
   // Where Q(0, 0), R(0, 0), D(0, 0) lie in their buffers: deleting rows drops leading rows and
@@ -100,12 +101,12 @@ void apply_right(B& be, int lane, int nrows, int nb, int hb, const T* V, int ldv
 
 // R's columns [j_first, m) hold an upper triangle plus `band` subdiagonals within rows [0, L)
 // (columns left of j_first are upper triangular already): make R upper triangular again with
-// Householder panels of (nb + band) x nb, the seed's Figure 7 (LAPACK TPQRT's structure), applied
+// Householder panels of (nb + band) x nb (nb: the caller's panel width), the seed's Figure 7 (LAPACK TPQRT's structure), applied
 // to R's trailing columns (lane R), D (lane D) and Q's columns (lane Q, one panel behind).
 template <class B, class T>
-void band_retriangularize(update_state<B, T>& st, int j_first, int L, int band) {
+void band_retriangularize(update_state<B, T>& st, int j_first, int L, int band, int nb) {
   auto& be = st.be;
-  const int m = st.m, nb = st.nb;
+  const int m = st.m;
   if (j_first >= m || band <= 0) return;
   const int npanels = (m - j_first + nb - 1) / nb, ldp = nb + band;
   be.ensure(st.panels, std::size_t(npanels) * ldp * nb);
@@ -265,7 +266,7 @@ void givens_update(update_state<B, T>& st, const kernels::givens_plan& plan, T* 
 inline int givens_block_width(int p) { return p <= 128 ? 64 : 32; }
 
 // The algorithms, one per file (qr/src/update_*.cpp); arguments checked by the caller.
-template <class B, class T> void delete_columns(update_state<B, T>&, int k, int p);
+template <class B, class T> void delete_columns(update_state<B, T>&, int k, int p, int nb);
 template <class B, class T> void insert_columns(update_state<B, T>&, int k, const T* u, int ldu, int p);
 template <class B, class T> void insert_rows(update_state<B, T>&, int k, const T* u, int ldu, int p,
                                              const T* bu, int ldbu);

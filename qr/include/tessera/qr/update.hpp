@@ -38,7 +38,8 @@ const char* name(q_mode q) noexcept;
 struct update_options {
   target on = target::cpu;   // cpu or gpu (automatic: gpu when a CUDA device is present)
   q_mode q = q_mode::full;
-  int nb = 0;                // panel width of the block Householder updates; 0: 64
+  int nb = 0;                // panel width of the block Householder updates; 0: 64 (128 for
+                             // deleting 200 or more columns on the GPU)
 };
 
 template <class T>
