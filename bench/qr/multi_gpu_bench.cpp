@@ -2,7 +2,7 @@
 // GEQRF on one GPU, in one run on the same matrices, and the bytes copied between GPUs per step.
 //
 //   tessera_qr_multi_gpu_bench [--sizes 16384,32768,65536] [--precision d|s] [--gpus 1,2] [--repeat 3]
-//                              [--on-one-device] [--steps]
+//                              [--on-one-device] [--steps] [--no-cusolver]
 //
 // Every contestant factors the same random n x n matrix from pinned host memory, its copies to the
 // device(s) and back timed (cuSOLVER's too: copy in, GEQRF, copy A and tau out). Tessera on G GPUs
@@ -20,13 +20,13 @@
 #include <cusolverDn.h>
 #include <memory>
 #include <numeric>
-#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "../common/cusolver_geqrf.hpp"
 #include "../common/machine.hpp"
+#include "../common/parallel.hpp"
 #include "tessera/tools/cli.hpp"
 #include "tessera/qr.hpp"
 #include "tessera/sched.hpp"
@@ -42,6 +42,7 @@ struct options {
   int repeat = 3;
   bool on_one_device = false;
   bool steps = false;  // print the planned peer bytes of every step
+  bool cusolver = true;
 };
 
 void cuda_check(cudaError_t e, const char* what) {
@@ -81,7 +82,9 @@ timing tessera_qr(const options& o, const T* a, T* work, T* t, int n, unsigned g
   timing r;
   // One untimed run first: CUDA loads kernel modules and the pools grow on first use.
   for (int rep = -1; rep < o.repeat; ++rep) {
-    std::copy(a, a + std::size_t(n) * n, work);
+    tessera::bench::parallel_ranges(std::size_t(n) * n, [a, work](std::size_t first, std::size_t last) {
+      std::copy(a + first, a + last, work + first);
+    });
     const auto before = rt.transfers();
     const auto t0 = std::chrono::steady_clock::now();
     if (g > 1) tessera::qr::blocked_qr_multi_gpu(rt, n, n, work, n, t, b.nb, b);
@@ -116,9 +119,9 @@ int run(const options& o) {
   for (int n : o.sizes) {
     const std::size_t count = std::size_t(n) * n;
     pinned<T> a(count), work(count), t(std::size_t(tessera::qr::default_blocked_nb(n)) * n);
-    std::mt19937_64 rng(n);
-    std::uniform_real_distribution<double> u(-1, 1);
-    for (std::size_t i = 0; i < count; ++i) a.p[i] = T(u(rng));
+    tessera::bench::parallel_ranges(count, [&a, n](std::size_t b, std::size_t e) {
+      for (std::size_t i = b; i < e; ++i) a.p[i] = T(tessera::bench::uniform_at(std::uint64_t(n), i));
+    });
     const double flops = tessera::qr::geqrf_flops(n, n);
     std::vector<timing> ts;
     std::printf("%7d", n);
@@ -127,14 +130,18 @@ int run(const options& o) {
       std::printf(" | %17.4f %9.2f %8.3f", ts.back().seconds, flops / ts.back().seconds * 1e-12,
                   double(ts.back().moved.peer_bytes) * 1e-9);
     }
-    std::vector<double> c;
-    tessera::bench::cusolver_geqrf_seconds<T>(a.p, work.p, n, false);  // untimed, as Tessera's first run
-    for (int rep = 0; rep < o.repeat; ++rep) c.push_back(tessera::bench::cusolver_geqrf_seconds<T>(a.p, work.p, n, false));
-    const double cs = median(c);
     double best = ts.front().seconds;
     for (const auto& x : ts) best = std::min(best, x.seconds);
-    std::printf(" | %16.4f %8.2f | %14.2fx | %.2fx\n", cs, flops / cs * 1e-12, cs / best,
-                ts.front().seconds / ts.back().seconds);
+    if (o.cusolver) {
+      std::vector<double> c;
+      tessera::bench::cusolver_geqrf_seconds<T>(a.p, work.p, n, false);  // untimed, as Tessera's first run
+      for (int rep = 0; rep < o.repeat; ++rep) c.push_back(tessera::bench::cusolver_geqrf_seconds<T>(a.p, work.p, n, false));
+      const double cs = median(c);
+      std::printf(" | %16.4f %8.2f | %14.2fx", cs, flops / cs * 1e-12, cs / best);
+    } else {
+      std::printf(" | %16s %8s | %15s", "-", "-", "-");
+    }
+    std::printf(" | %.2fx\n", ts.front().seconds / ts.back().seconds);
     if (o.steps)
       for (std::size_t i = 0; i < o.gpus.size(); ++i) {
         const unsigned g = o.gpus[i];
@@ -163,11 +170,13 @@ int main(int argc, char** argv) {
   app.add_option("--repeat", o.repeat, "runs per size and contestant (median)")->check(CLI::PositiveNumber);
   app.add_flag("--on-one-device", o.on_one_device, "every GPU is CUDA device 0 (tests the code, measures nothing)");
   app.add_flag("--steps", o.steps, "print the bytes between GPUs of every step");
+  app.add_flag("!--no-cusolver", o.cusolver, "skip cuSOLVER (its two runs take 20 s at n = 65536 in double)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return tessera::tools::parse_failed(app, e);
   }
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each size's line as soon as it is done (a call may time out)
   return tessera::tools::run_with_exit_codes("tessera_qr_multi_gpu_bench", [&] {
     if (!tessera::qr::gpu_available()) {
       std::printf("tessera_qr_multi_gpu_bench: no CUDA device\n");
