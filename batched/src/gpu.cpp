@@ -1,6 +1,7 @@
 // The GPU path: a device-resident batch in place, or a host-resident one streamed through the GPU
 // in chunks as tasks on the runtime (pack into pinned staging, the runtime's copies, the kernel,
-// the copies back, unpack), several chunks in flight so that copies overlap kernels.
+// the copies back, unpack), several chunks in flight so that copies overlap kernels, while the
+// CPUs factor a measured share of the batch themselves (options::cpu_share).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -198,7 +199,6 @@ bool packed_and_pinned(const batch<T>& b, int n) {
   };
   return pinned(b.data) && pinned(b.data + (b.count * b.stride - 1));
 }
-
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
