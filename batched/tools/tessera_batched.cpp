@@ -22,6 +22,7 @@
 #include "tessera/sched/memory.hpp"
 #include "tessera/sched/runtime.hpp"
 #include "tessera/tools/cli.hpp"
+#include "tessera/tools/fill.hpp"
 
 namespace {
 
@@ -43,25 +44,8 @@ struct config {
   bool check = false, json = false;
 };
 
-// A counter-based generator: entry i of the batch is the same whatever thread fills it.
-double uniform(std::uint64_t seed, std::uint64_t i) {
-  std::uint64_t z = seed * 0x9E3779B97F4A7C15ull + i + 1;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return double(z >> 11) * 0x1.0p-52 - 1.0;  // [-1, 1)
-}
-
-template <class F>
-void parallel(unsigned threads, long long count, F f) {
-  std::vector<std::thread> pool;
-  const long long per = (count + threads - 1) / threads;
-  for (unsigned t = 0; t < threads; ++t) {
-    const long long first = t * per, last = std::min(count, first + per);
-    if (first < last) pool.emplace_back([=] { f(first, last); });
-  }
-  for (auto& th : pool) th.join();
-}
+using tessera::tools::parallel_ranges;
+using tessera::tools::uniform_at;
 
 struct result {
   bt::report report;
@@ -85,10 +69,10 @@ result run(const config& c) {
   std::vector<T> a0(count * nn), a(count * nn), x(inv ? count * nn : 0), b0(solve ? count * nb : 0),
       b(solve ? count * nb : 0);
   std::vector<int> ipiv(count * n), info(count);
-  parallel(c.threads, c.count, [&](long long f, long long l) {
-    for (std::size_t i = std::size_t(f) * nn; i < std::size_t(l) * nn; ++i) a0[i] = T(uniform(c.seed, i));
+  parallel_ranges(c.threads, c.count, [&](long long f, long long l) {
+    for (std::size_t i = std::size_t(f) * nn; i < std::size_t(l) * nn; ++i) a0[i] = T(uniform_at(c.seed, i));
     for (std::size_t i = std::size_t(f) * nb; solve && i < std::size_t(l) * nb; ++i)
-      b0[i] = T(uniform(c.seed + 1, i));
+      b0[i] = T(uniform_at(c.seed + 1, i));
   });
   std::vector<T*> pa(count), px(count), pb(count);
   for (std::size_t i = 0; i < count; ++i) {
@@ -117,7 +101,7 @@ result run(const config& c) {
   result r;
   std::vector<double> times;
   for (int rep = 0; rep < c.repeat; ++rep) {
-    parallel(c.threads, c.count, [&](long long f, long long l) {  // the inputs again (in place)
+    parallel_ranges(c.threads, c.count, [&](long long f, long long l) {  // the inputs again (in place)
       std::copy(a0.begin() + f * long(nn), a0.begin() + l * long(nn), a.begin() + f * long(nn));
       if (solve) std::copy(b0.begin() + f * long(nb), b0.begin() + l * long(nb), b.begin() + f * long(nb));
     });
@@ -133,7 +117,7 @@ result run(const config& c) {
     std::vector<double> worst(c.threads, 0.0);
     std::atomic<long long> failed{0};
     std::atomic<unsigned> slot{0};
-    parallel(c.threads, c.count, [&](long long f, long long l) {
+    parallel_ranges(c.threads, c.count, [&](long long f, long long l) {
       const unsigned me = slot++;
       for (long long i = f; i < l; ++i) {
         const std::size_t o_ = std::size_t(i);

@@ -22,12 +22,13 @@
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../common/cusolver_geqrf.hpp"
 #include "../common/machine.hpp"
-#include "../common/parallel.hpp"
 #include "tessera/tools/cli.hpp"
+#include "tessera/tools/fill.hpp"
 #include "tessera/qr.hpp"
 #include "tessera/sched.hpp"
 
@@ -82,9 +83,10 @@ timing tessera_qr(const options& o, const T* a, T* work, T* t, int n, unsigned g
   timing r;
   // One untimed run first: CUDA loads kernel modules and the pools grow on first use.
   for (int rep = -1; rep < o.repeat; ++rep) {
-    tessera::bench::parallel_ranges(std::size_t(n) * n, [a, work](std::size_t first, std::size_t last) {
-      std::copy(a + first, a + last, work + first);
-    });
+    tessera::tools::parallel_ranges(std::thread::hardware_concurrency(), static_cast<long long>(n) * n,
+                                    [a, work](long long first, long long last) {
+                                      std::copy(a + first, a + last, work + first);
+                                    });
     const auto before = rt.transfers();
     const auto t0 = std::chrono::steady_clock::now();
     if (g > 1) tessera::qr::blocked_qr_multi_gpu(rt, n, n, work, n, t, b.nb, b);
@@ -119,9 +121,11 @@ int run(const options& o) {
   for (int n : o.sizes) {
     const std::size_t count = std::size_t(n) * n;
     pinned<T> a(count), work(count), t(std::size_t(tessera::qr::default_blocked_nb(n)) * n);
-    tessera::bench::parallel_ranges(count, [&a, n](std::size_t b, std::size_t e) {
-      for (std::size_t i = b; i < e; ++i) a.p[i] = T(tessera::bench::uniform_at(std::uint64_t(n), i));
-    });
+    tessera::tools::parallel_ranges(std::thread::hardware_concurrency(), static_cast<long long>(count),
+                                    [&a, n](long long first, long long last) {
+                                      for (long long i = first; i < last; ++i)
+                                        a.p[i] = T(tessera::tools::uniform_at(std::uint64_t(n), std::uint64_t(i)));
+                                    });
     const double flops = tessera::qr::geqrf_flops(n, n);
     std::vector<timing> ts;
     std::printf("%7d", n);
