@@ -335,7 +335,6 @@ void run_streamed(const job<T>& j, const options& o, report& r) {
   cpu_sample sampled;
   if (o.cpu_share > 0) {
     cpu_count = std::llround(o.cpu_share * static_cast<double>(j.count));
-    sampled = sample_cpu_kept(j, rt, std::min(cpu_count, j.count / 16));
   } else if (o.cpu_share < 0 && direct) {
     const double link = link_bytes_per_s(pin.get<char>(), dev.get<char>(), sec.total * static_cast<std::size_t>(slots));
     sampled = sample_cpu_kept(j, rt, j.count / 16);
