@@ -14,6 +14,7 @@
 
 #include "tessera/kernels_cpu/blas.hpp"
 #include "tessera/qr/update.hpp"
+#include "ls_checks.hpp"
 #include "test_util.hpp"
 
 namespace tessera::testing::update {
@@ -145,8 +146,8 @@ residuals check_factors(const qr::updatable<T>& u, const problem<T>& p, const st
     CHECK(res.qr < 60);
   }
   // |R| against a fresh QR (LAPACK GEQRF): equal up to the rows' signs for A of full rank. Both
-  // differences below are forward errors, so they are measured in units of n eps kappa, kappa =
-  // ||R||_F ||R^-1||_F of the fresh R: a fixed bound had failed for a square 17 x 17 A left by
+  // differences below are forward errors, so they are measured in units of n eps kappa (and least
+  // squares' sensitivity, ls_checks.hpp), kappa of the fresh R: a fixed bound had failed for a square 17 x 17 A left by
   // deleting 23 of 40 rows (random seed 5925178617042029993; its solution differed by 1288 n eps).
   double kappa = 1;
   {
@@ -160,14 +161,7 @@ residuals check_factors(const qr::updatable<T>& u, const problem<T>& p, const st
         d += x * x;
         s += double(F(i, j)) * double(F(i, j));
       }
-    mat<T> Ri(m, m);
-    for (int i = 0; i < m; ++i) Ri(i, i) = T(1);
-    tessera::blas::trsm(CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, m, m, T(1), F.data(), F.ld(), Ri.data(),
-                        Ri.ld());
-    double ri = 0;
-    for (int j = 0; j < m; ++j)
-      for (int i = 0; i <= j; ++i) ri += double(Ri(i, j)) * double(Ri(i, j));
-    kappa = std::max(1.0, std::sqrt(s) * std::sqrt(ri));
+    kappa = tessera::testing::kappa_f(m, F.data(), F.ld());
     res.rabs = std::sqrt(d / s) / (n * e * kappa);
     CHECK(res.rabs < 60);
   }
@@ -176,8 +170,7 @@ residuals check_factors(const qr::updatable<T>& u, const problem<T>& p, const st
     u.solve(X.ref());
     mat<T> F = p.A, G = p.B;
     REQUIRE(tessera::blas::gels('N', n, m, nrhs, F.data(), F.ld(), G.data(), G.ld()) == 0);
-    // Least squares is sensitive as kappa + kappa^2 ||r|| / (||A|| ||x||) (GELS leaves r's norm in
-    // rows m..n of its solution).
+    // GELS leaves r's norm in rows m..n of its solution.
     double d = 0, s = 0, r2 = 0;
     for (int j = 0; j < nrhs; ++j) {
       for (int i = 0; i < m; ++i) {
@@ -186,7 +179,7 @@ residuals check_factors(const qr::updatable<T>& u, const problem<T>& p, const st
       }
       for (int i = m; i < n; ++i) r2 += double(G(i, j)) * double(G(i, j));
     }
-    const double sens = kappa + kappa * kappa * std::sqrt(r2) / (an * std::sqrt(s) + 1e-300);
+    const double sens = tessera::testing::ls_sensitivity(kappa, std::sqrt(r2), an, std::sqrt(s));
     res.ls = std::sqrt(d / s) / (n * e * sens);
     CHECK(res.ls < 60);
   }
