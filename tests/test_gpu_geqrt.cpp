@@ -183,6 +183,75 @@ TEST_CASE_TEMPLATE("gpu_geqrt: ill-conditioned blocks are factored as accurately
   MESSAGE("geqrt, ill-conditioned: residual " << worst[0] << ", orthogonality " << worst[1]);
 }
 
+// gpu_geqrt's factors of A0: A overwritten (R and V) and T (n x n).
+template <class T>
+void factor_gpu(const mat<T>& A0, int ib, mat<T>& F, mat<T>& Tg) {
+  const int m = A0.m, n = A0.n;
+  blas b;
+  dev<T> dA(A0);
+  Tg = mat<T>(n, n);
+  dev<T> dT(Tg);
+  const std::size_t lwork = gpu_geqrt_workspace_size(m, n, ib);
+  dev<T> work(lwork);
+  gpu_geqrt<T>(m, n, ib, dA.p, A0.ld, dT.p, Tg.ld, work.p, lwork, b.h);
+  b.sync();
+  F = A0;
+  dA.get(F);
+  dT.get(Tg);
+}
+
+// Blocks of at most 576 rows (double; float 768) take the one-thread-block Householder kernel
+// (householder_short.cu): its boundary on both sides, row counts that are not a multiple of 32,
+// the QR updates' (32 + p) x 32 panels, checked as every block is. Then the same A with its
+// columns scaled by powers of two far apart, near overflow and near underflow (squares of 2^960
+// overflow, of 2^-960 vanish; float: 2^100): the blocks are equilibrated, so V and T must come out the same
+// bits and R scaled column by column, to rounding where its entries are subnormal.
+TEST_CASE_TEMPLATE("gpu_geqrt: short blocks in one thread block, at their boundary and any scale", T, float,
+                   double) {
+  struct shape { int m, n, ib; };
+  const bool dbl = sizeof(T) == sizeof(double);
+  const int edge = dbl ? 576 : 768, far = dbl ? 960 : 100;
+  const double eps = std::numeric_limits<T>::epsilon();
+  double worst[4] = {0, 0, 0, 0};
+  for (const shape s : {shape{edge, 32, 32}, shape{edge + 1, 32, 32}, shape{edge, 64, 32}, shape{edge + 1, 96, 32},
+                        shape{532, 32, 32}, shape{564, 64, 32}, shape{33, 33, 32}, shape{97, 5, 32},
+                        shape{1, 1, 1}, shape{31, 17, 16}}) {
+    INFO("m = " << s.m << ", n = " << s.n << ", ib = " << s.ib);
+    mat<T> A(s.m, s.n, 1);
+    A.randomize();
+    check_geqrt(A, s.ib, 0, -1, worst);
+    if (s.m > edge) continue;  // CholeskyQR's blocks: checked above
+    mat<T> F0 = A, T0(s.n, s.n);
+    factor_gpu(A, s.ib, F0, T0);
+    for (int scaling = 1; scaling <= 2; ++scaling) {
+      INFO("scaling " << scaling << " (1: columns 2^" << far << " and 2^-" << far << " in turn; 2: all 2^" << far << ")");
+      std::vector<int> k(s.n);
+      mat<T> As = A;
+      for (int j = 0; j < s.n; ++j) {
+        k[j] = scaling == 2 || j % 2 ? far : -far;
+        for (int i = 0; i < s.m; ++i) As(i, j) = std::ldexp(A(i, j), k[j]);
+      }
+      mat<T> F = As, Tg(s.n, s.n);
+      factor_gpu(As, s.ib, F, Tg);
+      bool v_same = true, t_same = true, r_close = true;
+      for (int j = 0; j < s.n; ++j) {
+        double rmax = 0;
+        for (int i = 0; i <= std::min(j, s.m - 1); ++i) rmax = std::max(rmax, std::abs(double(F0(i, j))));
+        const double tol = std::ldexp(4 * eps * rmax, k[j]);
+        for (int i = 0; i < s.m; ++i) {
+          if (i > j) v_same = v_same && F(i, j) == F0(i, j);
+          else r_close = r_close && std::abs(double(F(i, j)) - std::ldexp(double(F0(i, j)), k[j])) <= tol;
+        }
+        for (int i = 0; i < s.n; ++i) t_same = t_same && Tg(i, j) == T0(i, j);
+      }
+      CHECK(v_same);
+      CHECK(t_same);
+      CHECK(r_close);
+    }
+  }
+  MESSAGE("geqrt, short blocks: residual " << worst[0] << ", orthogonality " << worst[1] << ", larfb " << worst[3]);
+}
+
 TEST_CASE_TEMPLATE("gpu_larfb equals LAPACK GEMQRT (Q^T C)", T, float, double) {
   struct shape { int m, n, k; };
   double worst = 0;

@@ -93,6 +93,18 @@ template <class T>
 void householder_block(const char* kernel, int m, int nc, T* A, int lda, T* tau, T* Vc, int ldvc, T* Tf, int ldt,
                        T* scratch, double* gram, int sms, const int* skip, cudaStream_t stream);
 
+// --- a short block in one thread block (householder_short.cu) ----------------------------------
+// Rows up to which householder_short_block takes a block (one row a thread, in registers).
+template <class T>
+int householder_short_max_rows();
+
+// householder_block's result (A := R and V, tau, Vc, the block's T), equilibrated as
+// householder_block_scaled is, for m <= householder_short_max_rows<T>() rows: one kernel of one
+// thread block, two block barriers a column.
+template <class T>
+void householder_short_block(const char* kernel, int m, int nc, T* A, int lda, T* tau, T* Vc, int ldvc, T* Tf,
+                             int ldt, cudaStream_t stream);
+
 // --- the same by CholeskyQR2 and Householder reconstruction (cholqr.cu) --------------------------
 // Bytes of one block's state (a multiple of 256).
 std::size_t cholqr_scratch_bytes();

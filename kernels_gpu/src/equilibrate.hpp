@@ -41,6 +41,15 @@ __device__ inline int column_exponent(unsigned long long bits) {
   frexp(x, &e);
   return e < -1021 ? -1021 : e;
 }
+
+// Squared norms of a remaining column (alpha^2 + x^T x) below which an equilibrated column's
+// reflector is skipped (see householder_block_scaled): sums of squares are accurate above them
+// even where terms are subnormal (m * 2^-1075 << eps * 2^-960), and the dropped part is < 2^-480
+// (2^-45) of a column of norm >= 1/2.
+template <class T>
+__device__ constexpr T negligible_square() {
+  return sizeof(T) == sizeof(float) ? T(0x1p-90) : T(0x1p-960);
+}
 #endif
 
 }  // namespace tessera::kernels::detail

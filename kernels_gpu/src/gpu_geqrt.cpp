@@ -71,6 +71,12 @@ void gpu_geqrt(int m, int n, int ib, T* A, int lda, T* Tf, int ldt, T* work, std
     detail::check(kernel, "cudaDeviceGetAttribute",
                   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   }
+  // A short panel of one block: one kernel, its T is the panel's.
+  const bool short_rows = m <= detail::householder_short_max_rows<T>();
+  if (short_rows && n <= ib) {
+    detail::householder_short_block(kernel, m, n, A, lda, tau, Vc, m, Tf, ldt, s);
+    return;
+  }
   detail::cholqr_clear(kernel, cholqr, (n + ib - 1) / ib, s);
   // Each block writes its V into Vc from its diagonal down, unit diagonal and zeros made explicit;
   // the zeros above its diagonal block, which V^T V below reads, come from clearing the top n rows.
@@ -84,12 +90,16 @@ void gpu_geqrt(int m, int n, int ib, T* A, int lda, T* Tf, int ldt, T* work, std
     // CholeskyQR2 where it is accurate (four short kernels), else one barrier per column; either
     // way the block's T.
     T* Tj = at(Tb, 0, j0, ib);
-    void* state = cholqr + static_cast<std::size_t>(j0 / ib) * detail::cholqr_scratch_bytes();
-    const detail::cholqr_handoff h =
-        detail::cholqr_block(kernel, rows, jb, Aj, lda, tau + j0, Vj, m, Tj, ib, state, sms, s);
-    // Both equilibrate the block's columns (equilibrate.hpp), so neither sees a scale of A.
-    detail::householder_block_scaled(kernel, rows, jb, Aj, lda, tau + j0, Vj, m, Tj, ib, sums, h.gram,
-                                     detail::cholqr_column_max(state), sms, h.done, s);
+    if (short_rows) {  // one thread block holds the block's rows: one kernel
+      detail::householder_short_block(kernel, rows, jb, Aj, lda, tau + j0, Vj, m, Tj, ib, s);
+    } else {
+      void* state = cholqr + static_cast<std::size_t>(j0 / ib) * detail::cholqr_scratch_bytes();
+      const detail::cholqr_handoff h =
+          detail::cholqr_block(kernel, rows, jb, Aj, lda, tau + j0, Vj, m, Tj, ib, state, sms, s);
+      // All three equilibrate the block's columns (equilibrate.hpp), so none sees a scale of A.
+      detail::householder_block_scaled(kernel, rows, jb, Aj, lda, tau + j0, Vj, m, Tj, ib, sums, h.gram,
+                                       detail::cholqr_column_max(state), sms, h.done, s);
+    }
     if (rest == 0) break;
     T* C = at(A, j0, j0 + jb, lda);
     detail::check(kernel, "gemm (W = V^T C)",

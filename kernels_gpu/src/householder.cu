@@ -21,6 +21,7 @@
 #include "check.hpp"
 #include "engine.hpp"
 #include "equilibrate.hpp"
+#include "warp_sums.cuh"
 
 namespace tessera::kernels::detail {
 namespace {
@@ -44,29 +45,10 @@ __device__ sums<T> buffer(T* base, int column) {
   return {p, p + max_cols};
 }
 
-// One round of the warp's transpose-sum: lanes with bit K set keep the upper K of their 2K values,
-// the others the lower K, each adding its partner's copy of the half it keeps.
-template <int K, class T>
-__device__ void transpose_sum_round(T (&acc)[max_cols], int lane) {
-  const bool upper = (lane & K) != 0;
-#pragma unroll
-  for (int i = 0; i < K; ++i) {
-    const T send = upper ? acc[i] : acc[i + K];
-    const T keep = upper ? acc[i + K] : acc[i];
-    acc[i] = keep + __shfl_xor_sync(0xffffffffu, send, K);
-  }
-}
-
-// Lane l of the warp gets the warp's sum of acc[l]: five rounds, each exchanging half of the
-// values a lane still holds (16 + 8 + 4 + 2 + 1 shuffles instead of 32 x 5).
+// Lane l of the warp gets the warp's sum of acc[l] (warp_sums.cuh).
 template <class T>
 __device__ T warp_transpose_sum(T (&acc)[max_cols], int lane) {
-  transpose_sum_round<16>(acc, lane);
-  transpose_sum_round<8>(acc, lane);
-  transpose_sum_round<4>(acc, lane);
-  transpose_sum_round<2>(acc, lane);
-  transpose_sum_round<1>(acc, lane);
-  return acc[0];
+  return warp_transpose_reduce(acc, lane, plus_op{});
 }
 
 template <class T>
@@ -76,15 +58,6 @@ struct shared_state {
   T coef[2];        // scale (v = scale * x), beta
   T red[warps][max_cols];
 };
-
-// Squared norms of a remaining column (alpha^2 + x^T x) below which an equilibrated column's
-// reflector is skipped (equilibrate.hpp): sums of squares are accurate above them even where
-// terms are subnormal (m * 2^-1075 << eps * 2^-960), and the dropped part is < 2^-480 (2^-45)
-// of a column of norm >= 1/2.
-template <class T>
-__device__ constexpr T negligible_square() {
-  return sizeof(T) == sizeof(float) ? T(0x1p-90) : T(0x1p-960);
-}
 
 template <class T>
 __device__ void column_step(int m, int nc, int j, T* __restrict__ A, int lda, T* __restrict__ scratch,

@@ -8,7 +8,9 @@
 // kernels, no grid-wide barrier; kernels_gpu/src/cholqr.cu) where that is accurate, checked on the
 // GPU; a block past its reach (cond above about eps^-1/2, rank deficient, zero columns) is left
 // untouched and factored one column at a time by one cooperative kernel instead (a grid-wide
-// barrier per column). Each block's reflectors are applied to the rest of the panel as GEMMs; T
+// barrier per column). Blocks of at most 576 rows (double; float 768), the QR updates' panels
+// and a blocked QR's last ones, are factored by Householder in one thread block instead, the block
+// in registers (kernels_gpu/src/householder_short.cu). Each block's reflectors are applied to the rest of the panel as GEMMs; T
 // comes from V^T V and the blocks' T (the construction gpu_sssmqr uses).
 #include <tessera/kernels_gpu/common.hpp>
 
