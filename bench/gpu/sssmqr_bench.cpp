@@ -306,8 +306,12 @@ void panel_bench(const options& o, gpu& g) {
     {
       int sms = 0;
       cuda_ok(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "sms");
-      T* tau = work.p;
-      T* Vc = work.p + 64;
+      // Its own workspace, in doubles: gpu_geqrt's, counted in elements of T, is too small for
+      // these offsets in single precision (the memset of gram failed).
+      namespace detail = tessera::kernels::detail;
+      dev<double> bw(std::size_t(m) * ib + 64 + 4096 + detail::cholqr_scratch_bytes() / 8 + 2048);
+      T* tau = reinterpret_cast<T*>(bw.p);
+      T* Vc = tau + 64;
       T* scratch = Vc + std::size_t(m) * ib;
       void* state = scratch + 4096;
       tessera::bench::fill_uniform(saved.p, saved.n, 13, g.s);
@@ -315,7 +319,6 @@ void panel_bench(const options& o, gpu& g) {
         cuda_ok(cudaMemcpyAsync(A.p, saved.p, sizeof(T) * std::size_t(m) * ib, cudaMemcpyDeviceToDevice, g.s), "copy");
       };
       const double copy = g.median_ms(o.runs, restore);
-      namespace detail = tessera::kernels::detail;
       auto* gram = reinterpret_cast<double*>(static_cast<unsigned char*>(state) + detail::cholqr_scratch_bytes());
       const int* done = nullptr;
       const double chol = g.median_ms(o.runs, [&] {
