@@ -214,7 +214,8 @@ TEST_CASE_TEMPLATE("gpu_geqrt: short blocks in one thread block, at their bounda
   const double eps = std::numeric_limits<T>::epsilon();
   double worst[4] = {0, 0, 0, 0};
   for (const shape s : {shape{edge, 32, 32}, shape{edge + 1, 32, 32}, shape{edge, 64, 32}, shape{edge + 1, 96, 32},
-                        shape{532, 32, 32}, shape{564, 64, 32}, shape{33, 33, 32}, shape{97, 5, 32},
+                        shape{532, 32, 32}, shape{564, 64, 32}, shape{512, 32, 32}, shape{513, 40, 32},
+                        shape{33, 33, 32}, shape{97, 5, 32},
                         shape{1, 1, 1}, shape{31, 17, 16}}) {
     INFO("m = " << s.m << ", n = " << s.n << ", ib = " << s.ib);
     mat<T> A(s.m, s.n, 1);
