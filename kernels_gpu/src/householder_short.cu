@@ -35,6 +35,9 @@ constexpr int short_threads() {
   return sizeof(T) == sizeof(float) ? 768 : 576;
 }
 
+__device__ __forceinline__ double reciprocal(double x) { return __drcp_rn(x); }
+__device__ __forceinline__ float reciprocal(float x) { return __frcp_rn(x); }
+
 // The exponent e with max |a_c| 2^-e in [1/2, 1); 0 for a zero or non-finite column (as
 // column_exponent in equilibrate.hpp).
 __device__ inline int exponent_of(double x) {
@@ -146,10 +149,15 @@ __global__ void __launch_bounds__(Threads)
     for (int o = 16; o > 0; o >>= 1) sigma += __shfl_xor_sync(full_mask, sigma, o);
     const T alpha = alpha_s[buf];
     T tj = 0, scale = 0, beta = alpha;
-    if (sigma != T(0) && !(alpha * alpha + sigma < negligible_square<T>())) {  // NaN stays visible
-      beta = -copysign(sqrt(alpha * alpha + sigma), alpha);
-      tj = (beta - alpha) / beta;
-      scale = T(1) / (alpha - beta);
+    const T s2 = alpha * alpha + sigma;
+    if (sigma != T(0) && !(s2 < negligible_square<T>())) {  // NaN stays visible
+      // LARFG's beta = -sign(alpha) ||(alpha, x)||, tau = (beta - alpha) / beta = 1 + |alpha| / ||.||,
+      // 1 / (alpha - beta) = sign(alpha) / (|alpha| + ||.||), from one reciprocal square root and one
+      // reciprocal instead of a square root and two divisions: the chain every column waits on.
+      const T r = rsqrt(s2), norm = s2 * r;
+      beta = -copysign(norm, alpha);
+      tj = fma(fabs(alpha), r, T(1));
+      scale = copysign(reciprocal(fabs(alpha) + norm), alpha);
     }
     T v[tile_rows];
 #pragma unroll
@@ -161,7 +169,7 @@ __global__ void __launch_bounds__(Threads)
       for (int c = 0; c < tile_cols; ++c) {
         T t = 0;
 #pragma unroll
-        for (int q = 0; q < tile_rows; ++q) t += v[q] * a[q][c];
+        for (int q = 0; q < tile_rows; ++q) t = fma(v[q], a[q][c], t);
         p[c] = mine && c == jj ? T(0) : t;
       }
       part[buf][warp][slot] = group_reduce(p, lane, plus_op{});
@@ -170,12 +178,15 @@ __global__ void __launch_bounds__(Threads)
     T total = 0;
     for (int w = 0; w < nw; ++w) total += part[buf][w][lane];  // lane l: slot l's
     if (warp == 0 && lane < j) gram[j + lane * (cols + 1)] = total;
+    T f[tile_rows];
+#pragma unroll
+    for (int q = 0; q < tile_rows; ++q) f[q] = -tj * v[q];
 #pragma unroll
     for (int c = 0; c < tile_cols; ++c) {
       const T wc = __shfl_sync(full_mask, total, c0 + c);
       if (c0 + c > j) {
 #pragma unroll
-        for (int q = 0; q < tile_rows; ++q) a[q][c] -= tj * v[q] * wc;
+        for (int q = 0; q < tile_rows; ++q) a[q][c] = fma(f[q], wc, a[q][c]);
       }
     }
     if (mine) {
