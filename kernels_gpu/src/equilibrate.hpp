@@ -31,15 +31,18 @@ void householder_block_scaled(const char* kernel, int m, int nc, T* A, int lda, 
                               const int* skip, cudaStream_t stream);
 
 #ifdef __CUDACC__
-// The exponent e with max |a_c| 2^-e in [1/2, 1), from cholqr_column_max's entry; 0 for a zero or
-// non-finite column (left alone: zero stays zero, Inf and NaN stay visible). Clamped to
-// [-1021, 1024] so that 2^-e is a double (and so is 2^e, but for e = 1024, by scalbn).
-__device__ inline int column_exponent(unsigned long long bits) {
-  const double x = __longlong_as_double(static_cast<long long>(bits));
+// The exponent e with max |a_c| 2^-e in [1/2, 1), from that maximum (column_exponent: from
+// cholqr_column_max's entry); 0 for a zero or non-finite column (left alone: zero stays zero, Inf
+// and NaN stay visible). Clamped to [-1021, 1024] so that 2^-e is a double (and so is 2^e, but
+// for e = 1024, by scalbn).
+__device__ inline int exponent_of_max(double x) {
   if (!(x > 0) || !isfinite(x)) return 0;
   int e = 0;
   frexp(x, &e);
   return e < -1021 ? -1021 : e;
+}
+__device__ inline int column_exponent(unsigned long long bits) {
+  return exponent_of_max(__longlong_as_double(static_cast<long long>(bits)));
 }
 
 // Squared norms of a remaining column (alpha^2 + x^T x) below which an equilibrated column's

@@ -38,15 +38,6 @@ constexpr int short_threads() {
 __device__ __forceinline__ double reciprocal(double x) { return __drcp_rn(x); }
 __device__ __forceinline__ float reciprocal(float x) { return __frcp_rn(x); }
 
-// The exponent e with max |a_c| 2^-e in [1/2, 1); 0 for a zero or non-finite column (as
-// column_exponent in equilibrate.hpp).
-__device__ inline int exponent_of(double x) {
-  if (!(x > 0) || !isfinite(x)) return 0;
-  int e = 0;
-  frexp(x, &e);
-  return e < -1021 ? -1021 : e;
-}
-
 // Thread layout: lane l of warp w holds rows 32 w + 4 (l / 4) + q (q < 4) of the block's columns
 // 8 (l % 4) + c (c < 8), a 4 x 8 tile in registers. Against one row a thread this cuts a column's
 // shuffles from about 150 to 54 a warp (a 32-value reduction per lane becomes an 8-value one over
@@ -109,7 +100,7 @@ __global__ void __launch_bounds__(Threads)
   __syncthreads();
   T cmax = 0;
   for (int w = 0; w < nw; ++w) cmax = fmax(cmax, part[0][w][lane]);
-  const int e = exponent_of(static_cast<double>(cmax));  // lane l: column l's
+  const int e = exponent_of_max(static_cast<double>(cmax));  // lane l: column l's
   if (warp == 0) expo[lane] = e;
 #pragma unroll
   for (int c = 0; c < tile_cols; ++c) {

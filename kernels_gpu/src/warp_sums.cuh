@@ -1,13 +1,14 @@
 #pragma once
-// A warp's transpose-reduction: N values a lane in, lane l out with the warp's reduction of value
-// l (N = 32), or of value l % 16 (N = 16). Each round halves the values a lane still holds, so 32
-// values take 16 + 8 + 4 + 2 + 1 shuffles instead of 32 x 5. Used by the Householder kernels.
+// A warp's transpose-reduction: 32 values a lane in, lane l out with the warp's reduction of value
+// l. Each round halves the values a lane still holds, so 32 values take 16 + 8 + 4 + 2 + 1
+// shuffles instead of 32 x 5. Used by householder.cu (householder_short.cu reduces over the 8
+// lanes of a column group the same way, across lane bits 4, 3, 2).
 namespace tessera::kernels::detail {
 
 // One round: lanes with bit K set keep the upper K of their 2K values, the others the lower K,
 // each combining its partner's copy of the half it keeps.
-template <int K, int N, class T, class Op>
-__device__ __forceinline__ void transpose_round(T (&acc)[N], int lane, Op op) {
+template <int K, class T, class Op>
+__device__ __forceinline__ void transpose_round(T (&acc)[32], int lane, Op op) {
   const bool upper = (lane & K) != 0;
 #pragma unroll
   for (int i = 0; i < K; ++i) {
@@ -17,15 +18,13 @@ __device__ __forceinline__ void transpose_round(T (&acc)[N], int lane, Op op) {
   }
 }
 
-template <int N, class T, class Op>
-__device__ __forceinline__ T warp_transpose_reduce(T (&acc)[N], int lane, Op op) {
-  static_assert(N == 32 || N == 16, "32 or 16 values a lane");
-  if constexpr (N == 32) transpose_round<16>(acc, lane, op);
+template <class T, class Op>
+__device__ __forceinline__ T warp_transpose_reduce(T (&acc)[32], int lane, Op op) {
+  transpose_round<16>(acc, lane, op);
   transpose_round<8>(acc, lane, op);
   transpose_round<4>(acc, lane, op);
   transpose_round<2>(acc, lane, op);
   transpose_round<1>(acc, lane, op);
-  if constexpr (N == 16) acc[0] = op(acc[0], __shfl_xor_sync(0xffffffffu, acc[0], 16));
   return acc[0];
 }
 
