@@ -14,6 +14,18 @@ __global__ void triu_copy_kernel(int nb, int below, const T* P, int ldp, T* R, i
         (r <= c) ? P[r + static_cast<std::size_t>(c) * ldp] : T(0);
 }
 
+// Each entry of A is read and rewritten by one thread.
+template <class T>
+__global__ void split_panel_kernel(int nb, int below, T* A, int lda, T* V, int ldv) {
+  const int c = static_cast<int>(blockIdx.x);
+  for (int r = static_cast<int>(threadIdx.x); r < nb + below; r += static_cast<int>(blockDim.x)) {
+    T* a = A + r + static_cast<std::size_t>(c) * lda;
+    const T x = *a;
+    V[r + static_cast<std::size_t>(c) * ldv] = r > c ? x : r == c ? T(1) : T(0);
+    if (r > c) *a = T(0);
+  }
+}
+
 template <class T>
 __global__ void identity_kernel(int p, T* A, int lda) {
   const int c = static_cast<int>(blockIdx.x);
@@ -41,9 +53,21 @@ void gpu_triu_copy(int nb, int below, const T* P, int ldp, T* R, int ldr, cudaSt
   detail::check(kernel, "triu_copy_kernel launch", cudaGetLastError());
 }
 
+template <class T>
+void gpu_split_panel(int nb, int below, T* A, int lda, T* V, int ldv, cudaStream_t stream) {
+  constexpr const char* kernel = "gpu_split_panel";
+  if (nb <= 0) return;
+  detail::require_ge(kernel, "lda", lda, "nb + below", nb + below);
+  detail::require_ge(kernel, "ldv", ldv, "nb + below", nb + below);
+  split_panel_kernel<T><<<static_cast<unsigned>(nb), 128, 0, stream>>>(nb, below, A, lda, V, ldv);
+  detail::check(kernel, "split_panel_kernel launch", cudaGetLastError());
+}
+
 template void gpu_identity<float>(int, float*, int, cudaStream_t);
 template void gpu_identity<double>(int, double*, int, cudaStream_t);
 template void gpu_triu_copy<float>(int, int, const float*, int, float*, int, cudaStream_t);
 template void gpu_triu_copy<double>(int, int, const double*, int, double*, int, cudaStream_t);
+template void gpu_split_panel<float>(int, int, float*, int, float*, int, cudaStream_t);
+template void gpu_split_panel<double>(int, int, double*, int, double*, int, cudaStream_t);
 
 }  // namespace tessera::kernels

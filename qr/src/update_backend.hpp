@@ -101,6 +101,17 @@ struct host_backend {
       for (int r = 0; r < nb + below; ++r)
         R[r + std::size_t(c) * ldr] = r <= c ? P[r + std::size_t(c) * ldp] : T(0);
   }
+  // A (nb + below rows, nb columns), a panel factored in place: V := its reflectors with the unit
+  // diagonal and zeros above made explicit, A := its R with exact zeros below (A and V apart).
+  template <class T>
+  void split_panel(int, int nb, int below, T* A, int lda, T* V, int ldv) {
+    for (int c = 0; c < nb; ++c)
+      for (int r = 0; r < nb + below; ++r) {
+        T& a = A[r + std::size_t(c) * lda];
+        V[r + std::size_t(c) * ldv] = r > c ? a : r == c ? T(1) : T(0);
+        if (r > c) a = T(0);
+      }
+  }
   template <class T>
   std::size_t panel_work_size(int, int n) const {
     return std::size_t(n) * std::size_t(n) + 1;
@@ -200,6 +211,8 @@ struct gpu_backend {
   void identity(int lane, int p, T* A, int lda);
   template <class T>
   void triu_copy(int lane, int nb, int below, const T* P, int ldp, T* R, int ldr);
+  template <class T>
+  void split_panel(int lane, int nb, int below, T* A, int lda, T* V, int ldv);
   template <class T>
   std::size_t panel_work_size(int m, int n) const;
   template <class T>

@@ -211,6 +211,11 @@ void gpu_backend::triu_copy(int lane, int nb, int below, const T* P, int ldp, T*
 }
 
 template <class T>
+void gpu_backend::split_panel(int lane, int nb, int below, T* A, int lda, T* V, int ldv) {
+  kernels::gpu_split_panel(nb, below, A, lda, V, ldv, _r->s[lane]);
+}
+
+template <class T>
 std::size_t gpu_backend::panel_work_size(int m, int n) const {
   return kernels::gpu_geqrt_workspace_size(m, n, std::min(n, kernels::gpu_geqrt_max_ib));
 }
@@ -275,6 +280,7 @@ void gpu_backend::download(int lane, int m, int n, const T* d, int ldd, T* h, in
   template void gpu_backend::zero<T>(int, int, int, T*, int);                                     \
   template void gpu_backend::identity<T>(int, int, T*, int);                                      \
   template void gpu_backend::triu_copy<T>(int, int, int, const T*, int, T*, int);                 \
+  template void gpu_backend::split_panel<T>(int, int, int, T*, int, T*, int);                     \
   template std::size_t gpu_backend::panel_work_size<T>(int, int) const;                           \
   template void gpu_backend::panel_qr<T>(int, int, int, T*, int, T*, int, T*, std::size_t);       \
   template void gpu_backend::givens_generate<T>(int, const kernels::givens_plan&, T*, int, T*);   \

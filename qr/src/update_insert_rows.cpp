@@ -68,17 +68,19 @@ void insert_rows(update_state<B, T>& st, int k, const T* u, int ldu, int p, cons
     be.copy(lane_r, p, jb, U + std::size_t(j0) * p, p, P + jb, ldp);
     be.panel_qr(lane_r, jb + p, jb, P, ldp, Tm, nb, st.pwork.data(), st.pwork.size());
     be.triu_copy(lane_r, jb, 0, P, ldp, st.R(j0, j0), st.ldr);
+    // V's top block is the identity, exactly: R's block is triangular, so each reflector is zero
+    // in the R rows below its own (the seed's [I; 0; v]).
     apply_left(be, lane_r, jb, p, m - j0 - jb, P, ldp, Tm, nb, st.R(j0, j0 + jb), st.ldr,
-               U + std::size_t(j0 + jb) * p, p, st.work_r.data());
+               U + std::size_t(j0 + jb) * p, p, st.work_r.data(), true);
     if (st.nrhs > 0) {
       be.dep(lane_r, lane_d);
       apply_left(be, lane_d, jb, p, st.nrhs, P, ldp, Tm, nb, st.D(j0, 0), st.ldd, dnew, lddnew,
-                 st.work_d.data());
+                 st.work_d.data(), true);
     }
     if (qc > 0) {
       be.dep(lane_r, lane_q);
       apply_right(be, lane_q, n2, jb, p, P, ldp, Tm, nb, st.Q(0, j0), st.ldq, st.Q(0, qc), st.ldq,
-                  st.work_q.data());
+                  st.work_q.data(), true);
     }
   }
   // Thin Q: the p extra columns were only needed during the update; Q' keeps cols columns.

@@ -70,32 +70,55 @@ struct update_state {
 
 // [Ctop; Cbot] := H^T [Ctop; Cbot] on `lane`, H = I - V T V^T from a GEQRT panel: V (nb + hb
 // rows, ldv) unit lower trapezoidal (its upper triangle ignored), T (nb x nb, ldt). Ctop nb x
-// ncols, Cbot hb x ncols. W: nb x ncols workspace.
+// ncols, Cbot hb x ncols. W: nb x ncols workspace. top_identity: V's top nb x nb block is the
+// identity (not read), which saves two TRMMs.
 template <class B, class T>
 void apply_left(B& be, int lane, int nb, int hb, int ncols, const T* V, int ldv, const T* Tm,
-                int ldt, T* Ctop, int ldct, T* Cbot, int ldcb, T* W) {
+                int ldt, T* Ctop, int ldct, T* Cbot, int ldcb, T* W, bool top_identity = false) {
   if (ncols <= 0 || nb <= 0) return;
   be.copy(lane, nb, ncols, Ctop, ldct, W, nb);
-  be.trmm(lane, 'L', 'L', 'T', 'U', nb, ncols, T(1), V, ldv, W, nb);
+  if (!top_identity) be.trmm(lane, 'L', 'L', 'T', 'U', nb, ncols, T(1), V, ldv, W, nb);
   if (hb > 0) be.gemm(lane, 'T', 'N', nb, ncols, hb, T(1), V + nb, ldv, Cbot, ldcb, T(1), W, nb);
   be.trmm(lane, 'L', 'U', 'T', 'N', nb, ncols, T(1), Tm, ldt, W, nb);
   if (hb > 0) be.gemm(lane, 'N', 'N', hb, ncols, nb, T(-1), V + nb, ldv, W, nb, T(1), Cbot, ldcb);
-  be.trmm(lane, 'L', 'L', 'N', 'U', nb, ncols, T(1), V, ldv, W, nb);
+  if (!top_identity) be.trmm(lane, 'L', 'L', 'N', 'U', nb, ncols, T(1), V, ldv, W, nb);
   be.sub(lane, nb, ncols, W, nb, Ctop, ldct);
+}
+
+// C := H^T C on `lane` for C (h x ncols, ldc) in one piece and V (h x nb, ldv) explicit, its unit
+// diagonal and the zeros above it stored (as split_panel leaves it): two GEMMs and a TRMM
+// instead of apply_left's seven calls. W: nb x ncols workspace.
+template <class B, class T>
+void apply_left_explicit(B& be, int lane, int h, int nb, int ncols, const T* V, int ldv, const T* Tm, int ldt, T* C,
+                         int ldc, T* W) {
+  if (ncols <= 0 || nb <= 0) return;
+  be.gemm(lane, 'T', 'N', nb, ncols, h, T(1), V, ldv, C, ldc, T(0), W, nb);
+  be.trmm(lane, 'L', 'U', 'T', 'N', nb, ncols, T(1), Tm, ldt, W, nb);
+  be.gemm(lane, 'N', 'N', h, ncols, nb, T(-1), V, ldv, W, nb, T(1), C, ldc);
+}
+
+// C := C H for C (nrows x h, ldc) in one piece, V as in apply_left_explicit. W: nrows x nb.
+template <class B, class T>
+void apply_right_explicit(B& be, int lane, int nrows, int h, int nb, const T* V, int ldv, const T* Tm, int ldt, T* C,
+                          int ldc, T* W) {
+  if (nrows <= 0 || nb <= 0) return;
+  be.gemm(lane, 'N', 'N', nrows, nb, h, T(1), C, ldc, V, ldv, T(0), W, nrows);
+  be.trmm(lane, 'R', 'U', 'N', 'N', nrows, nb, T(1), Tm, ldt, W, nrows);
+  be.gemm(lane, 'N', 'T', nrows, h, nb, T(-1), W, nrows, V, ldv, T(1), C, ldc);
 }
 
 // [Ctop Cbot] := [Ctop Cbot] H (Ctop nrows x nb, Cbot nrows x hb), H as in apply_left. W: nrows x
 // nb workspace.
 template <class B, class T>
 void apply_right(B& be, int lane, int nrows, int nb, int hb, const T* V, int ldv, const T* Tm,
-                 int ldt, T* Ctop, int ldct, T* Cbot, int ldcb, T* W) {
+                 int ldt, T* Ctop, int ldct, T* Cbot, int ldcb, T* W, bool top_identity = false) {
   if (nrows <= 0 || nb <= 0) return;
   be.copy(lane, nrows, nb, Ctop, ldct, W, nrows);
-  be.trmm(lane, 'R', 'L', 'N', 'U', nrows, nb, T(1), V, ldv, W, nrows);
+  if (!top_identity) be.trmm(lane, 'R', 'L', 'N', 'U', nrows, nb, T(1), V, ldv, W, nrows);
   if (hb > 0) be.gemm(lane, 'N', 'N', nrows, nb, hb, T(1), Cbot, ldcb, V + nb, ldv, T(1), W, nrows);
   be.trmm(lane, 'R', 'U', 'N', 'N', nrows, nb, T(1), Tm, ldt, W, nrows);
   if (hb > 0) be.gemm(lane, 'N', 'T', nrows, hb, nb, T(-1), W, nrows, V + nb, ldv, T(1), Cbot, ldcb);
-  be.trmm(lane, 'R', 'L', 'T', 'U', nrows, nb, T(1), V, ldv, W, nrows);
+  if (!top_identity) be.trmm(lane, 'R', 'L', 'T', 'U', nrows, nb, T(1), V, ldv, W, nrows);
   be.sub(lane, nrows, nb, W, nrows, Ctop, ldct);
 }
 
@@ -120,20 +143,19 @@ void band_retriangularize(update_state<B, T>& st, int j_first, int L, int band, 
     const int h = std::min(jb + band, L - j0), hb = h - jb;
     T* P = st.panels.data() + std::size_t(t) * ldp * nb;
     T* Tm = st.tmats.data() + std::size_t(t) * nb * nb;
-    be.copy(lane_r, h, jb, st.R(j0, j0), st.ldr, P, ldp);
-    be.panel_qr(lane_r, h, jb, P, ldp, Tm, nb, st.pwork.data(), st.pwork.size());
-    be.triu_copy(lane_r, jb, hb, P, ldp, st.R(j0, j0), st.ldr);
-    apply_left(be, lane_r, jb, hb, m - j0 - jb, P, ldp, Tm, nb, st.R(j0, j0 + jb), st.ldr,
-               st.R(j0 + jb, j0 + jb), st.ldr, st.work_r.data());
+    // Factored in place; its V goes to P, made explicit: R's rows j0..j0+h (and D's, Q's columns)
+    // are contiguous, so the reflectors go on as two GEMMs and a TRMM.
+    be.panel_qr(lane_r, h, jb, st.R(j0, j0), st.ldr, Tm, nb, st.pwork.data(), st.pwork.size());
+    be.split_panel(lane_r, jb, hb, st.R(j0, j0), st.ldr, P, ldp);
+    apply_left_explicit(be, lane_r, h, jb, m - j0 - jb, P, ldp, Tm, nb, st.R(j0, j0 + jb), st.ldr,
+                        st.work_r.data());
     if (st.nrhs > 0) {
       be.dep(lane_r, lane_d);
-      apply_left(be, lane_d, jb, hb, st.nrhs, P, ldp, Tm, nb, st.D(j0, 0), st.ldd, st.D(j0 + jb, 0),
-                 st.ldd, st.work_d.data());
+      apply_left_explicit(be, lane_d, h, jb, st.nrhs, P, ldp, Tm, nb, st.D(j0, 0), st.ldd, st.work_d.data());
     }
     if (st.qcols() > 0) {
       be.dep(lane_r, lane_q);
-      apply_right(be, lane_q, st.n, jb, hb, P, ldp, Tm, nb, st.Q(0, j0), st.ldq, st.Q(0, j0 + jb),
-                  st.ldq, st.work_q.data());
+      apply_right_explicit(be, lane_q, st.n, h, jb, P, ldp, Tm, nb, st.Q(0, j0), st.ldq, st.work_q.data());
     }
   }
 }
