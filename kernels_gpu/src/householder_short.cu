@@ -46,7 +46,10 @@ __device__ __forceinline__ float reciprocal(float x) { return __frcp_rn(x); }
 constexpr int tile_rows = 4, tile_cols = 8;
 
 // The 8 lanes of a column group (lane bits 2..4) reduce their 8 values: lane (g, b) gets value b
-// of group g's reduction, that is the warp's reduction of slot 8 g + b.
+// of group g's reduction, that is the warp's reduction of slot 8 g + b. These are warp_sums.cuh's
+// transpose rounds over other lane bits, written out here: through a shared template they
+// compiled to more selects and this kernel ran 1-5% slower (H100, 2026-11-24 update-launches
+// record).
 template <class T, class Op>
 __device__ __forceinline__ T group_reduce(T (&v)[tile_cols], int lane, Op op) {
 #pragma unroll
