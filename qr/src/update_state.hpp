@@ -85,26 +85,23 @@ void apply_left(B& be, int lane, int nb, int hb, int ncols, const T* V, int ldv,
   be.sub(lane, nb, ncols, W, nb, Ctop, ldct);
 }
 
-// C := H^T C on `lane` for C (h x ncols, ldc) in one piece and V (h x nb, ldv) explicit, its unit
-// diagonal and the zeros above it stored (as split_panel leaves it): two GEMMs and a TRMM
-// instead of apply_left's seven calls. W: nb x ncols workspace.
+// With V (h x nb, ldv) explicit, its unit diagonal and the zeros above it stored (as split_panel
+// leaves it), and C in one piece: side 'L', C (h x other, ldc) := H^T C; side 'R', C (other x h)
+// := C H. Two GEMMs and a TRMM (LAPACK's LARFB) instead of apply_left's or apply_right's seven
+// calls. W: nb x other ('L') or other x nb ('R') workspace.
 template <class B, class T>
-void apply_left_explicit(B& be, int lane, int h, int nb, int ncols, const T* V, int ldv, const T* Tm, int ldt, T* C,
-                         int ldc, T* W) {
-  if (ncols <= 0 || nb <= 0) return;
-  be.gemm(lane, 'T', 'N', nb, ncols, h, T(1), V, ldv, C, ldc, T(0), W, nb);
-  be.trmm(lane, 'L', 'U', 'T', 'N', nb, ncols, T(1), Tm, ldt, W, nb);
-  be.gemm(lane, 'N', 'N', h, ncols, nb, T(-1), V, ldv, W, nb, T(1), C, ldc);
-}
-
-// C := C H for C (nrows x h, ldc) in one piece, V as in apply_left_explicit. W: nrows x nb.
-template <class B, class T>
-void apply_right_explicit(B& be, int lane, int nrows, int h, int nb, const T* V, int ldv, const T* Tm, int ldt, T* C,
-                          int ldc, T* W) {
-  if (nrows <= 0 || nb <= 0) return;
-  be.gemm(lane, 'N', 'N', nrows, nb, h, T(1), C, ldc, V, ldv, T(0), W, nrows);
-  be.trmm(lane, 'R', 'U', 'N', 'N', nrows, nb, T(1), Tm, ldt, W, nrows);
-  be.gemm(lane, 'N', 'T', nrows, h, nb, T(-1), W, nrows, V, ldv, T(1), C, ldc);
+void apply_explicit(B& be, int lane, char side, int h, int nb, int other, const T* V, int ldv, const T* Tm, int ldt,
+                    T* C, int ldc, T* W) {
+  if (other <= 0 || nb <= 0) return;
+  if (side == 'L') {  // W = V^T C, W = T^T W, C -= V W
+    be.gemm(lane, 'T', 'N', nb, other, h, T(1), V, ldv, C, ldc, T(0), W, nb);
+    be.trmm(lane, 'L', 'U', 'T', 'N', nb, other, T(1), Tm, ldt, W, nb);
+    be.gemm(lane, 'N', 'N', h, other, nb, T(-1), V, ldv, W, nb, T(1), C, ldc);
+  } else {  // W = C V, W = W T, C -= W V^T
+    be.gemm(lane, 'N', 'N', other, nb, h, T(1), C, ldc, V, ldv, T(0), W, other);
+    be.trmm(lane, 'R', 'U', 'N', 'N', other, nb, T(1), Tm, ldt, W, other);
+    be.gemm(lane, 'N', 'T', other, h, nb, T(-1), W, other, V, ldv, T(1), C, ldc);
+  }
 }
 
 // [Ctop Cbot] := [Ctop Cbot] H (Ctop nrows x nb, Cbot nrows x hb), H as in apply_left. W: nrows x
@@ -147,15 +144,15 @@ void band_retriangularize(update_state<B, T>& st, int j_first, int L, int band, 
     // are contiguous, so the reflectors go on as two GEMMs and a TRMM.
     be.panel_qr(lane_r, h, jb, st.R(j0, j0), st.ldr, Tm, nb, st.pwork.data(), st.pwork.size());
     be.split_panel(lane_r, jb, hb, st.R(j0, j0), st.ldr, P, ldp);
-    apply_left_explicit(be, lane_r, h, jb, m - j0 - jb, P, ldp, Tm, nb, st.R(j0, j0 + jb), st.ldr,
-                        st.work_r.data());
+    apply_explicit(be, lane_r, 'L', h, jb, m - j0 - jb, P, ldp, Tm, nb, st.R(j0, j0 + jb), st.ldr,
+                   st.work_r.data());
     if (st.nrhs > 0) {
       be.dep(lane_r, lane_d);
-      apply_left_explicit(be, lane_d, h, jb, st.nrhs, P, ldp, Tm, nb, st.D(j0, 0), st.ldd, st.work_d.data());
+      apply_explicit(be, lane_d, 'L', h, jb, st.nrhs, P, ldp, Tm, nb, st.D(j0, 0), st.ldd, st.work_d.data());
     }
     if (st.qcols() > 0) {
       be.dep(lane_r, lane_q);
-      apply_right_explicit(be, lane_q, st.n, h, jb, P, ldp, Tm, nb, st.Q(0, j0), st.ldq, st.work_q.data());
+      apply_explicit(be, lane_q, 'R', h, jb, st.n, P, ldp, Tm, nb, st.Q(0, j0), st.ldq, st.work_q.data());
     }
   }
 }
