@@ -5,6 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -36,8 +37,12 @@ constexpr const char* who = "tessera::qr::updatable";
 // Deleting p >= 200 columns on the GPU uses 128, because on the H100 it measured as fast or up to
 // 15% faster at every k and Q mode there while p = 100 was up to 4.5% slower with full Q
 // (docs/results/2026-11-24-qr-update-nb-h100.md). delete_p: the p of a column deletion, else 0.
-int panel_width(int given, target on, int delete_p = 0) {
+// Deleting columns on the GPU without Q uses 32 where a (32 + p) x 32 panel is one kernel at the
+// sizes it holds in registers unspilled (512 rows in double, 768 in single): no in-panel update
+// and no T to assemble, 7-24% faster on the H100 (docs/results/2026-11-24-update-launches-h100.md).
+int panel_width(int given, target on, int delete_p = 0, bool q_kept = true, bool single = false) {
   if (given > 0) return given;
+  if (on == target::gpu && delete_p > 0 && !q_kept && 32 + delete_p <= (single ? 768 : 512)) return 32;
   return on == target::gpu && delete_p >= 200 ? 128 : 64;
 }
 
@@ -270,7 +275,10 @@ void updatable<T>::delete_columns(int k, int p) {
   check::require_le(fn, "p", p, "cols - 1", m - 1);
   check::require_le(fn, "k + p", static_cast<long long>(k) + p, "cols", m);
   const target on = _s->on;
-  _s->visit([&](auto& st) { detail::delete_columns(st, k, p, panel_width(st.nb_given, on, p)); });
+  _s->visit([&](auto& st) {
+    constexpr bool single = std::is_same_v<typename std::decay_t<decltype(st)>::value_type, float>;
+    detail::delete_columns(st, k, p, panel_width(st.nb_given, on, p, st.mode != q_mode::none, single));
+  });
 }
 
 template <class T>

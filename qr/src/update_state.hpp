@@ -20,6 +20,7 @@ namespace tessera::qr::detail {
 
 template <class B, class T>
 struct update_state {
+  using value_type = T;
   using buf = typename B::template buffer<T>;
   B be;
   q_mode mode = q_mode::full;
