@@ -9,8 +9,8 @@
 // pivot search takes the first place of largest |a| among places >= k, as IxAMAX does on the
 // swapped matrix, and a swap only exchanges two lanes' pos (lazy swaps); each row is written once,
 // at the end, to its final place. The pivot row reaches the other lanes through shared memory
-// (one broadcast load per element instead of a shuffle each) for n <= 16, by shuffles above (see
-// by_shuffles). GETRF of orders 1 and 2 and some inverses of those orders take a thread per matrix.
+// (one broadcast load per element instead of a shuffle each) for n <= 16, by shuffles above and
+// for the LU of orders 3 to 8 (see by_shuffles, lu_by_shuffles). GETRF of orders 1 and 2 and some inverses of those orders take a thread per matrix.
 #include <tessera/kernels_gpu/gpu_batched.hpp>
 
 #include <array>
@@ -48,6 +48,13 @@ constexpr int group_size() {
 // ms, n = 4 0.103 -> 0.140 ms).
 template <int N>
 inline constexpr bool by_shuffles = N > 16;
+// The LU (GETRF, and GESV's factorization) of orders 3 to 8 by shuffles too: its pivot row has
+// only the n - k entries right of the pivot, so the pivot lane's stores and the group barrier of
+// the shared-memory form weigh more there. H100, 2^20 matrices, two runs, ms: double n = 3 / 4 /
+// 6 / 7 / 8 0.093 / 0.121 / 0.321 / 0.393 / 0.388 -> 0.083 / 0.112 / 0.281 / 0.346 / 0.379, n = 5
+// 0.225 -> 0.230; single n = 4 0.112 -> 0.101, n = 8 0.274 -> 0.265, n = 3, 5, 6, 7 within 2%.
+template <int N>
+inline constexpr bool lu_by_shuffles = N > 16 || (N >= 3 && N <= 8);
 
 template <class T>
 __device__ __forceinline__ T* matrix_of(const gpu_batch<T>& m, long long b) {
@@ -230,7 +237,7 @@ __device__ __forceinline__ void lu_in_registers(const group<T, N>& grp, shared_r
     int plane, ppos;
     find_pivot(grp, r, k, pos, plane, ppos);
     if constexpr (Solve) piv_lane[k] = plane;
-    if constexpr (by_shuffles<N>) {
+    if constexpr (lu_by_shuffles<N>) {
       if (grp.lane == plane) s.piv[grp.g][k] = ppos + 1;
       const T p = __shfl_sync(grp.mask, r[k], plane, P);
       if (p == T(0)) {
