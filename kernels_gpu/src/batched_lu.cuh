@@ -9,8 +9,8 @@
 // pivot search takes the first place of largest |a| among places >= k, as IxAMAX does on the
 // swapped matrix, and a swap only exchanges two lanes' pos (lazy swaps); each row is written once,
 // at the end, to its final place. The pivot row reaches the other lanes through shared memory
-// (one broadcast load per element instead of a shuffle each) for n <= 16, by shuffles above and
-// for the LU of orders 3 to 8 (see by_shuffles, lu_by_shuffles). GETRF of orders 1 and 2 and some inverses of those orders take a thread per matrix.
+// (one broadcast load per element instead of a shuffle each) for n <= 16, by shuffles above, for
+// the LU of orders 3 to 8 and the inverse of orders 6 to 8 (see lu_by_shuffles, inv_by_shuffles). GETRF of orders 1 and 2 and some inverses of those orders take a thread per matrix.
 #include <tessera/kernels_gpu/gpu_batched.hpp>
 
 #include <array>
@@ -46,15 +46,18 @@ constexpr int group_size() {
 // run: inverse n = 32 12.11 -> 10.76 ms (double), 6.81 -> 5.45 ms (single); LU 7.77 -> 7.70 and
 // 4.67 -> 4.17 ms. For sub-warp groups shuffles were slower (inverse n = 16 in double 2.28 -> 2.40
 // ms, n = 4 0.103 -> 0.140 ms).
-template <int N>
-inline constexpr bool by_shuffles = N > 16;
-// The LU (GETRF, and GESV's factorization) of orders 3 to 8 by shuffles too: its pivot row has
-// only the n - k entries right of the pivot, so the pivot lane's stores and the group barrier of
-// the shared-memory form weigh more there. H100, 2^20 matrices, two runs, ms: double n = 3 / 4 /
-// 6 / 7 / 8 0.093 / 0.121 / 0.321 / 0.393 / 0.388 -> 0.083 / 0.112 / 0.281 / 0.346 / 0.379, n = 5
-// 0.225 -> 0.230; single n = 4 0.112 -> 0.101, n = 8 0.274 -> 0.265, n = 3, 5, 6, 7 within 2%.
+// The LU (GETRF, and GESV's factorization) of orders 3 to 8 by shuffles too, where they measured
+// faster (docs/results/2026-11-24-batched-lu-shuffles-h100.md). H100, 2^20 matrices, two runs, ms:
+// double n = 3 / 4 / 6 / 7 / 8 0.093 / 0.121 / 0.321 / 0.393 / 0.388 -> 0.083 / 0.112 / 0.281 /
+// 0.346 / 0.379, n = 5 0.225 -> 0.230; single n = 4 0.112 -> 0.101, n = 8 0.274 -> 0.265, n = 3,
+// 5, 6, 7 within 2%.
 template <int N>
 inline constexpr bool lu_by_shuffles = N > 16 || (N >= 3 && N <= 8);
+// The inverse of orders 6 to 8 by shuffles too (scaling deferred, as for n > 16): double n = 6 / 7
+// / 8 0.316 / 0.426 / 0.421 -> 0.288 / 0.332 / 0.406 ms, single n = 7 / 8 0.256 / 0.289 -> 0.232 /
+// 0.272, single n = 6 within 1%; n = 5 was 2-5% slower and n = 4 (earlier) 36%.
+template <int N>
+inline constexpr bool inv_by_shuffles = N > 16 || (N >= 6 && N <= 8);
 
 template <class T>
 __device__ __forceinline__ T* matrix_of(const gpu_batch<T>& m, long long b) {
@@ -316,7 +319,7 @@ __global__ void __launch_bounds__(threads_per_block, min_blocks<T, N>())
     int plane, ppos;
     find_pivot(grp, r, k, pos, plane, ppos);
     if (grp.lane == 0) piv_lane[k] = plane;
-    if constexpr (by_shuffles<N>) {
+    if constexpr (inv_by_shuffles<N>) {
       const bool pivot = grp.lane == plane;
       const T p = __shfl_sync(grp.mask, r[k], plane, group<T, N>::P);
       const T d = T(1) / p;
@@ -357,7 +360,7 @@ __global__ void __launch_bounds__(threads_per_block, min_blocks<T, N>())
       }
     }
   }
-  if constexpr (by_shuffles<N>) {
+  if constexpr (inv_by_shuffles<N>) {
 #pragma unroll
     for (int j = 0; j < N; ++j) r[j] *= scale;
   }
