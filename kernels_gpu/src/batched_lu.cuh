@@ -9,8 +9,9 @@
 // pivot search takes the first place of largest |a| among places >= k, as IxAMAX does on the
 // swapped matrix, and a swap only exchanges two lanes' pos (lazy swaps); each row is written once,
 // at the end, to its final place. The pivot row reaches the other lanes through shared memory
-// (one broadcast load per element instead of a shuffle each) for n <= 16, by shuffles above, for
-// the LU of orders 3 to 8 and the inverse of orders 6 to 8 (see lu_by_shuffles, inv_by_shuffles). GETRF of orders 1 and 2 and some inverses of those orders take a thread per matrix.
+// (one broadcast load per element instead of a shuffle each) for n <= 16, by shuffles above and
+// where they measured faster below (lu_by_shuffles, inv_by_shuffles). GETRF of orders 1 and 2 and
+// some inverses of those orders take a thread per matrix.
 #include <tessera/kernels_gpu/gpu_batched.hpp>
 
 #include <array>
@@ -53,11 +54,15 @@ constexpr int group_size() {
 // 5, 6, 7 within 2%.
 template <int N>
 inline constexpr bool lu_by_shuffles = N > 16 || (N >= 3 && N <= 8);
-// The inverse of orders 6 to 8 by shuffles too (scaling deferred, as for n > 16): double n = 6 / 7
-// / 8 0.316 / 0.426 / 0.421 -> 0.288 / 0.332 / 0.406 ms, single n = 7 / 8 0.256 / 0.289 -> 0.232 /
-// 0.272, single n = 6 within 1%; n = 5 was 2-5% slower and n = 4 (earlier) 36%.
-template <int N>
-inline constexpr bool inv_by_shuffles = N > 16 || (N >= 6 && N <= 8);
+// The inverse by shuffles too (scaling deferred, as for n > 16) from order 6 in single, and for
+// orders 6 to 8 and the odd orders 9 to 15 in double, where they measured faster (even orders 10
+// to 16 in double were not: why odd and even differ there is not known). H100, 2^20 matrices, two
+// runs, ms: double n = 6 / 7 / 8 0.316 / 0.426 / 0.421 -> 0.288 / 0.332 / 0.406, n = 11 / 13 /
+// 15 1.26 / 1.63 / 2.14 -> 1.18 / 1.55 / 1.98, even n = 10-16 2-6% slower; single n = 7-16 4-10%
+// faster, n = 6 within 1%; n = 5 was 2-5% slower and n = 4 (earlier) 36%.
+template <class T, int N>
+inline constexpr bool inv_by_shuffles =
+    N > 16 || (N >= 6 && (sizeof(T) == sizeof(float) || N <= 8 || N % 2 == 1));
 
 template <class T>
 __device__ __forceinline__ T* matrix_of(const gpu_batch<T>& m, long long b) {
@@ -319,7 +324,7 @@ __global__ void __launch_bounds__(threads_per_block, min_blocks<T, N>())
     int plane, ppos;
     find_pivot(grp, r, k, pos, plane, ppos);
     if (grp.lane == 0) piv_lane[k] = plane;
-    if constexpr (inv_by_shuffles<N>) {
+    if constexpr (inv_by_shuffles<T, N>) {
       const bool pivot = grp.lane == plane;
       const T p = __shfl_sync(grp.mask, r[k], plane, group<T, N>::P);
       const T d = T(1) / p;
@@ -360,7 +365,7 @@ __global__ void __launch_bounds__(threads_per_block, min_blocks<T, N>())
       }
     }
   }
-  if constexpr (inv_by_shuffles<N>) {
+  if constexpr (inv_by_shuffles<T, N>) {
 #pragma unroll
     for (int j = 0; j < N; ++j) r[j] *= scale;
   }
