@@ -409,4 +409,18 @@ inline void larger_blocks(qr::target on) {
   check_factors(u, p, "delete 200 columns at 20");
 }
 
+// Deleting columns without Q at the default panel width: on the GPU 32 while 32 + p rows fit the
+// one-kernel panel (512 in double, 768 in single), else 128 (the last deletion in double).
+template <class T>
+void deletions_without_q(qr::target on) {
+  problem<T> p;
+  auto u = make<T>(p, 900, 700, 2, qr::q_mode::none, on, 0);
+  apply(u, p, op::delete_columns, 40, 30);
+  check_factors(u, p, "delete 30 columns at 40, no Q");
+  apply(u, p, op::delete_columns, 100, 150);
+  check_factors(u, p, "delete 150 columns at 100, no Q");
+  apply(u, p, op::delete_columns, 10, 500);
+  check_factors(u, p, "delete 500 columns at 10, no Q");
+}
+
 }  // namespace tessera::testing::update

@@ -21,3 +21,7 @@ TEST_CASE("qr update, GPU: bad arguments throw and leave the factorization uncha
   upd::bad_arguments<float>(target::gpu);
 }
 TEST_CASE("qr update, GPU: larger blocks, wide strips") { upd::larger_blocks(target::gpu); }
+TEST_CASE("qr update, GPU: deleting columns without Q at the default panel widths") {
+  upd::deletions_without_q<double>(target::gpu);
+  upd::deletions_without_q<float>(target::gpu);
+}

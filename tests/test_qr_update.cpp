@@ -21,3 +21,7 @@ TEST_CASE("qr update, CPUs: bad arguments throw and leave the factorization unch
   upd::bad_arguments<float>(target::cpu);
 }
 TEST_CASE("qr update, CPUs: larger blocks, wide strips") { upd::larger_blocks(target::cpu); }
+TEST_CASE("qr update, CPUs: deleting columns without Q at the default panel widths") {
+  upd::deletions_without_q<double>(target::cpu);
+  upd::deletions_without_q<float>(target::cpu);
+}

@@ -57,6 +57,7 @@ template <class T>
 void gpu_split_panel(int nb, int below, T* A, int lda, T* V, int ldv, cudaStream_t stream) {
   constexpr const char* kernel = "gpu_split_panel";
   if (nb <= 0) return;
+  detail::require_ge(kernel, "below", below, "0", 0);
   detail::require_ge(kernel, "lda", lda, "nb + below", nb + below);
   detail::require_ge(kernel, "ldv", ldv, "nb + below", nb + below);
   split_panel_kernel<T><<<static_cast<unsigned>(nb), 128, 0, stream>>>(nb, below, A, lda, V, ldv);

@@ -122,8 +122,9 @@ void apply_right(B& be, int lane, int nrows, int nb, int hb, const T* V, int ldv
 
 // R's columns [j_first, m) hold an upper triangle plus `band` subdiagonals within rows [0, L)
 // (columns left of j_first are upper triangular already): make R upper triangular again with
-// Householder panels of (nb + band) x nb (nb: the caller's panel width), the seed's Figure 7 (LAPACK TPQRT's structure), applied
-// to R's trailing columns (lane R), D (lane D) and Q's columns (lane Q, one panel behind).
+// Householder panels of (nb + band) x nb (nb: the caller's panel width), the seed's Figure 7
+// (LAPACK TPQRT's structure), applied to R's trailing columns (lane R), D (lane D) and Q's columns
+// (lane Q, one panel behind).
 template <class B, class T>
 void band_retriangularize(update_state<B, T>& st, int j_first, int L, int band, int nb) {
   auto& be = st.be;
