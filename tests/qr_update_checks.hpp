@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tessera/kernels_cpu/blas.hpp"
@@ -415,12 +416,10 @@ template <class T>
 void deletions_without_q(qr::target on) {
   problem<T> p;
   auto u = make<T>(p, 900, 700, 2, qr::q_mode::none, on, 0);
-  apply(u, p, op::delete_columns, 40, 30);
-  check_factors(u, p, "delete 30 columns at 40, no Q");
-  apply(u, p, op::delete_columns, 100, 150);
-  check_factors(u, p, "delete 150 columns at 100, no Q");
-  apply(u, p, op::delete_columns, 10, 500);
-  check_factors(u, p, "delete 500 columns at 10, no Q");
+  for (const auto& [k, s] : {std::pair{40, 30}, std::pair{100, 150}, std::pair{10, 500}}) {
+    apply(u, p, op::delete_columns, k, s);
+    check_factors(u, p, "delete " + std::to_string(s) + " columns at " + std::to_string(k) + ", no Q");
+  }
 }
 
 }  // namespace tessera::testing::update
