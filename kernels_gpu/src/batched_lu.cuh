@@ -3,8 +3,9 @@
 // per operation and precision includes this and instantiates n = 1..32, so they compile in
 // parallel.
 //
-// Layout of the work: a group of P lanes (P = the next power of two >= n, so a group never spans
-// two warps and warp intrinsics with the group's mask serve as its barrier) holds one matrix, lane
+// Layout of the work: a group of P lanes (P = the next power of two >= n, or n itself where that
+// packs more groups into a warp: packed_group; a group never spans two warps, so warp intrinsics
+// with the group's mask serve as its barrier) holds one matrix, lane
 // i its row i in registers r[0..n-1]. `pos` is the row's current place in LAPACK's row order: the
 // pivot search takes the first place of largest |a| among places >= k, as IxAMAX does on the
 // swapped matrix, and a swap only exchanges two lanes' pos (lazy swaps); each row is written once,
@@ -26,6 +27,23 @@ namespace tessera::kernels::batched_detail {
 
 inline constexpr int threads_per_block = 128;
 
+template <int N>
+constexpr int group_size() {
+  return N <= 1 ? 1 : N <= 2 ? 2 : N <= 4 ? 4 : N <= 8 ? 8 : N <= 16 ? 16 : 32;
+}
+
+// Groups of exactly n lanes where that fits more matrices in a warp than groups of P (n = 3, 5, 6,
+// 9, 10: 10, 6, 5, 3, 3 a warp instead of 8, 4, 4, 2, 2), so that a warp's instructions serve
+// more matrices. Their lanes are not aligned to a power of two: shuffles name absolute lanes and
+// reductions go down the group. H100, 2^20 matrices, two runs in one call, ms, LU / inverse:
+// double n = 5 0.231 / 0.226 -> 0.167 / 0.186, n = 6 0.281 / 0.290 -> 0.234 / 0.255, n = 9 0.840 /
+// 0.924 -> 0.638 / 0.656, n = 10 0.937 / 1.045 -> 0.717 / 0.791, n = 3 0.084 / 0.078 -> 0.077 /
+// 0.078; single n = 9 0.625 / 0.646 -> 0.522 / 0.498, n = 10 0.667 / 0.697 -> 0.587 / 0.571. Single
+// n = 3, 5, 6 were 33-67% slower packed (0.078 -> 0.130 ms at n = 3, with fewer instructions and at
+// the same 32 registers; why is not known) and keep groups of P.
+template <class T, int N>
+inline constexpr bool packed_group = N > 2 && 32 / N > 32 / group_size<N>() && (sizeof(T) == 8 || N > 8);
+
 // Blocks an SM should hold at once: the largest double kernels are held to the registers that
 // five blocks leave each thread (96, 8 bytes spilled), so that more warps hide the loads' latency.
 // H100, 2^20 matrices, double, n = 32: LU 9.63 ms at 102 registers, 7.77 ms at 96, 8.37 ms at 80
@@ -33,11 +51,6 @@ inline constexpr int threads_per_block = 128;
 template <class T, int N>
 constexpr int min_blocks() {
   return sizeof(T) == 8 && N > 24 ? 5 : 1;
-}
-
-template <int N>
-constexpr int group_size() {
-  return N <= 1 ? 1 : N <= 2 ? 2 : N <= 4 ? 4 : N <= 8 ? 8 : N <= 16 ? 16 : 32;
 }
 
 // Whole-warp groups (n > 16) send the pivot row by shuffles: every lane needs all of it each step,
@@ -123,16 +136,6 @@ __device__ __forceinline__ unsigned group_argmax(unsigned mask, std::uint64_t ke
   }
 }
 
-template <int P>
-__device__ __forceinline__ unsigned group_mask() {
-  if constexpr (P == 32) {
-    return 0xFFFFFFFFu;
-  } else {
-    const unsigned first = (threadIdx.x & 31u) & ~unsigned(P - 1);
-    return ((1u << P) - 1u) << first;
-  }
-}
-
 template <class T>
 __device__ __forceinline__ T safe_min();
 template <>
@@ -144,16 +147,78 @@ __device__ __forceinline__ float safe_min<float>() { return FLT_MIN; }
 template <class T, int N>
 struct group {
   static constexpr int P = group_size<N>();
-  static constexpr int per_block = threads_per_block / P;  // matrices per block
-  int lane, g;
+  static constexpr bool packed = packed_group<T, N>;
+  static constexpr int L = packed ? N : P;  // lanes a group
+  static constexpr int per_warp = 32 / L;
+  static constexpr int per_block = threads_per_block / 32 * per_warp;  // matrices per block
+  int lane, g, base;
   long long b;
   unsigned mask;
   bool active;  // lane < N: holds a row
-  __device__ group()
-      : lane(static_cast<int>(threadIdx.x) % P), g(static_cast<int>(threadIdx.x) / P),
-        b(static_cast<long long>(blockIdx.x) * per_block + static_cast<int>(threadIdx.x) / P),
-        mask(group_mask<P>()), active(static_cast<int>(threadIdx.x) % P < N) {}
+  bool idle;    // beyond the warp's last whole group (packed groups only)
+  __device__ group() {
+    const int w = static_cast<int>(threadIdx.x) & 31;
+    lane = w % L;
+    base = w - lane;
+    idle = w >= per_warp * L;
+    g = static_cast<int>(threadIdx.x) / 32 * per_warp + w / L;
+    b = static_cast<long long>(blockIdx.x) * per_block + g;
+    mask = idle ? 0u : (L == 32 ? 0xFFFFFFFFu : ((1u << L) - 1u) << base);
+    active = lane < N;
+  }
+  // The value v of the group's lane src.
+  template <class V>
+  __device__ V shfl(V v, int src) const {
+    if constexpr (packed) return __shfl_sync(mask, v, base + src);
+    else return __shfl_sync(mask, v, src, P);
+  }
+  // The group's minimum of v, in every lane.
+  __device__ unsigned min_all(unsigned v) const {
+    if constexpr (packed) {
+#pragma unroll
+      for (int d = 1; d < L; d *= 2) {
+        const unsigned o = __shfl_sync(mask, v, base + (lane + d < L ? lane + d : L - 1));
+        v = o < v ? o : v;
+      }
+      return __shfl_sync(mask, v, base);
+    } else {
+#pragma unroll
+      for (int d = P / 2; d >= 1; d /= 2) {
+        const unsigned o = __shfl_xor_sync(mask, v, d, P);
+        v = o < v ? o : v;
+      }
+      return v;
+    }
+  }
 };
+
+// group_argmax for packed groups: lane i takes the better of lanes i and i + d (d = 1, 2, 4, ..),
+// so lane 0 ends with the group's best, which it then sends to all.
+template <int L>
+__device__ __forceinline__ unsigned packed_argmax(unsigned mask, int base, int lane, std::uint32_t key, unsigned idx) {
+  std::uint64_t v = (static_cast<std::uint64_t>(key) << 10) | (1023u - idx);
+#pragma unroll
+  for (int d = 1; d < L; d *= 2) {
+    const std::uint64_t o = __shfl_sync(mask, v, base + (lane + d < L ? lane + d : L - 1));
+    v = o > v ? o : v;
+  }
+  v = __shfl_sync(mask, v, base);
+  return 1023u - static_cast<unsigned>(v & 1023u);
+}
+template <int L>
+__device__ __forceinline__ unsigned packed_argmax(unsigned mask, int base, int lane, std::uint64_t key, unsigned idx) {
+#pragma unroll
+  for (int d = 1; d < L; d *= 2) {
+    const int src = base + (lane + d < L ? lane + d : L - 1);
+    const std::uint64_t ok = __shfl_sync(mask, key, src);
+    const unsigned oi = __shfl_sync(mask, idx, src);
+    if (ok > key || (ok == key && oi < idx)) {
+      key = ok;
+      idx = oi;
+    }
+  }
+  return __shfl_sync(mask, idx, base);
+}
 
 // Shared memory of a block: per group two pivot-row buffers (steps alternate, so a step's writes
 // never meet the previous step's reads) of N values plus the pivot's reciprocal, and the pivots.
@@ -207,7 +272,10 @@ __device__ __forceinline__ void find_pivot(const group<T, N>& grp, const T (&r)[
                                            int& plane, int& ppos) {
   using key_t = decltype(abs_key(T(0)));
   const key_t key = (grp.active && pos >= k) ? abs_key(r[k]) : key_t(0);
-  const unsigned w = group_argmax<group<T, N>::P>(grp.mask, key, static_cast<unsigned>(pos * 32 + grp.lane));
+  const auto idx = static_cast<unsigned>(pos * 32 + grp.lane);
+  unsigned w;
+  if constexpr (group<T, N>::packed) w = packed_argmax<group<T, N>::L>(grp.mask, grp.base, grp.lane, key, idx);
+  else w = group_argmax<group<T, N>::P>(grp.mask, key, idx);
   plane = static_cast<int>(w & 31u);
   ppos = static_cast<int>(w >> 5);
   if (pos == k) pos = ppos;      // the row at place k goes where the pivot row was
@@ -239,7 +307,6 @@ __device__ __forceinline__ void store_lu(const group<T, N>& grp, const shared_ro
 template <class T, int N, bool Solve>
 __device__ __forceinline__ void lu_in_registers(const group<T, N>& grp, shared_rows<T, N>& s, T (&r)[N],
                                                 int& pos, int& info, int (&piv_lane)[N]) {
-  constexpr int P = group<T, N>::P;
 #pragma unroll
   for (int k = 0; k < N; ++k) {
     int plane, ppos;
@@ -247,7 +314,7 @@ __device__ __forceinline__ void lu_in_registers(const group<T, N>& grp, shared_r
     if constexpr (Solve) piv_lane[k] = plane;
     if constexpr (lu_by_shuffles<N>) {
       if (grp.lane == plane) s.piv[grp.g][k] = ppos + 1;
-      const T p = __shfl_sync(grp.mask, r[k], plane, P);
+      const T p = grp.shfl(r[k], plane);
       if (p == T(0)) {
         if (info == 0) info = k + 1;
         continue;  // the column below is all zero (or NaN): nothing to eliminate
@@ -257,7 +324,7 @@ __device__ __forceinline__ void lu_in_registers(const group<T, N>& grp, shared_r
       if (below) r[k] = l;
 #pragma unroll
       for (int j = k + 1; j < N; ++j) {
-        const T v = __shfl_sync(grp.mask, r[j], plane, P);
+        const T v = grp.shfl(r[j], plane);
         if (below) r[j] = fma(-l, v, r[j]);
       }
     } else {
@@ -288,7 +355,7 @@ __global__ void __launch_bounds__(threads_per_block, min_blocks<T, N>())
     getrf_kernel(gpu_batch<T> A, int* __restrict__ ipiv, int* __restrict__ info, long long count) {
   __shared__ shared_rows<T, N> s;
   const group<T, N> grp;
-  if (grp.b >= count) return;  // whole groups leave together, so the masks stay right
+  if (grp.idle || grp.b >= count) return;  // whole groups leave together, so the masks stay right
   T* a = matrix_of(A, grp.b);
   T r[N] = {};
   load_row(grp, a, A.ld, r);
@@ -308,7 +375,7 @@ __global__ void __launch_bounds__(threads_per_block, min_blocks<T, N>())
     inverse_kernel(gpu_batch<T> A, gpu_batch<T> Ainv, int* __restrict__ info, long long count) {
   __shared__ shared_rows<T, N> s;
   const group<T, N> grp;
-  if (grp.b >= count) return;
+  if (grp.idle || grp.b >= count) return;
   const T* a = matrix_of(A, grp.b);
   T r[N] = {};
   load_row(grp, a, A.ld, r);
@@ -326,14 +393,14 @@ __global__ void __launch_bounds__(threads_per_block, min_blocks<T, N>())
     if (grp.lane == 0) piv_lane[k] = plane;
     if constexpr (inv_by_shuffles<T, N>) {
       const bool pivot = grp.lane == plane;
-      const T p = __shfl_sync(grp.mask, r[k], plane, group<T, N>::P);
+      const T p = grp.shfl(r[k], plane);
       const T d = T(1) / p;
       if (pivot && p == T(0) && inf == 0) inf = k + 1;
       const T f = pivot ? T(0) : r[k] * d;  // this row's multiplier of the scaled pivot row
 #pragma unroll
       for (int j = 0; j < N; ++j) {
         if (j == k) continue;
-        const T v = __shfl_sync(grp.mask, r[j], plane, group<T, N>::P);
+        const T v = grp.shfl(r[j], plane);
         if (!pivot) r[j] = fma(-f, v, r[j]);
       }
       r[k] = pivot ? T(1) : -f;  // column k: 1 / pivot in the pivot row, -f / pivot elsewhere
@@ -370,12 +437,7 @@ __global__ void __launch_bounds__(threads_per_block, min_blocks<T, N>())
     for (int j = 0; j < N; ++j) r[j] *= scale;
   }
   // info: every lane saw the zero pivot only if it was the pivot lane; agree on the smallest.
-  unsigned zero = inf == 0 ? 1024u : static_cast<unsigned>(inf);
-#pragma unroll
-  for (int d = group<T, N>::P / 2; d >= 1; d /= 2) {
-    const unsigned o = __shfl_xor_sync(grp.mask, zero, d, group<T, N>::P);
-    zero = o < zero ? o : zero;
-  }
+  const unsigned zero = grp.min_all(inf == 0 ? 1024u : static_cast<unsigned>(inf));
   __syncwarp(grp.mask);  // piv_lane's entries, written by lane 0, seen by every lane
   if (grp.active) {
     T* out = matrix_of(Ainv, grp.b);
@@ -525,16 +587,15 @@ __global__ void __launch_bounds__(threads_per_block)
 template <class T, int N>
 __device__ __forceinline__ T substitute(const group<T, N>& grp, const T (&r)[N], int pos,
                                         const int (&src_lane)[N], T y) {
-  constexpr int P = group<T, N>::P;
 #pragma unroll
   for (int k = 0; k < N; ++k) {  // L y = P b, unit diagonal
-    const T yk = __shfl_sync(grp.mask, y, src_lane[k], P);
+    const T yk = grp.shfl(y, src_lane[k]);
     if (pos > k) y = fma(-r[k], yk, y);
   }
 #pragma unroll
   for (int k = N - 1; k >= 0; --k) {  // U x = y
     if (pos == k) y = y / r[k];
-    const T xk = __shfl_sync(grp.mask, y, src_lane[k], P);
+    const T xk = grp.shfl(y, src_lane[k]);
     if (pos < k) y = fma(-r[k], xk, y);
   }
   return y;
@@ -545,7 +606,7 @@ __global__ void __launch_bounds__(threads_per_block)
     getrs_kernel(int nrhs, gpu_batch<T> LU, const int* __restrict__ ipiv, gpu_batch<T> B, long long count) {
   __shared__ shared_rows<T, N> s;
   const group<T, N> grp;
-  if (grp.b >= count) return;
+  if (grp.idle || grp.b >= count) return;
   const T* lu = matrix_of(LU, grp.b);
   T r[N] = {};
   load_row(grp, lu, LU.ld, r);
@@ -583,7 +644,7 @@ __global__ void __launch_bounds__(threads_per_block)
                 long long count) {
   __shared__ shared_rows<T, N> s;
   const group<T, N> grp;
-  if (grp.b >= count) return;
+  if (grp.idle || grp.b >= count) return;
   T* a = matrix_of(A, grp.b);
   T r[N] = {};
   load_row(grp, a, A.ld, r);
