@@ -68,7 +68,7 @@ TEST_CASE_TEMPLATE("batched on the GPU, device-resident: every n, both layouts, 
   const tb::place p = device_place();
   for (int n = 1; n <= bt::max_n; ++n) {
     // Not a multiple of the matrices a block takes, so the last block is partly idle.
-    const long long count = 2LL * tessera::kernels::gpu_batched_per_block(n) + 3;
+    const long long count = 2LL * tessera::kernels::gpu_batched_per_block<T>(n) + 3;
     for (tb::layout lay : {tb::layout::strided, tb::layout::pointers, tb::layout::packed}) {
       tb::lu_case<T>(p, lay, n, count, false);
       tb::inverse_case<T>(p, lay, n, count, lay != tb::layout::strided);

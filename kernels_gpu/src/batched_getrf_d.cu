@@ -7,11 +7,5 @@ template void gpu_batched_getrf<double>(int, gpu_batch<double>, int*, int*, long
 }  // namespace tessera::kernels
 
 namespace tessera::kernels {
-int gpu_batched_per_block(int n) {
-  check::require_ge("tessera::kernels::gpu_batched_per_block", "n", n, "1", 1);
-  check::require_le("tessera::kernels::gpu_batched_per_block", "n", n, "gpu_batched_max_n", gpu_batched_max_n);
-  int p = 1;
-  while (p < n) p *= 2;  // the group size of batched_lu.cuh
-  return batched_detail::threads_per_block / p;
-}
+template int gpu_batched_per_block<double>(int);
 }  // namespace tessera::kernels

@@ -5,3 +5,7 @@
 namespace tessera::kernels {
 template void gpu_batched_getrf<float>(int, gpu_batch<float>, int*, int*, long long, cudaStream_t);
 }  // namespace tessera::kernels
+
+namespace tessera::kernels {
+template int gpu_batched_per_block<float>(int);
+}  // namespace tessera::kernels

@@ -717,6 +717,16 @@ void dispatch(int n, F&& f) {
 
 namespace tessera::kernels {
 
+template <class T>
+int gpu_batched_per_block(int n) {
+  constexpr const char* fn = "tessera::kernels::gpu_batched_per_block";
+  check::require_ge(fn, "n", n, "1", 1);
+  check::require_le(fn, "n", n, "gpu_batched_max_n", gpu_batched_max_n);
+  int per_block = 0;
+  batched_detail::dispatch(n, [&](auto nc) { per_block = batched_detail::group<T, decltype(nc)::value>::per_block; });
+  return per_block;
+}
+
 // The public entry points, defined here and instantiated one operation and precision per .cu.
 template <class T>
 void gpu_batched_getrf(int n, gpu_batch<T> a, int* ipiv, int* info, long long count, cudaStream_t stream) {

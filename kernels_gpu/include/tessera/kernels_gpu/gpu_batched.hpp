@@ -31,8 +31,9 @@ using gpu_batch = batch_ref<T>;
 // The largest order the batched kernels take.
 inline constexpr int gpu_batched_max_n = 32;
 
-// Matrices one thread block works on for order n (a count that is no multiple of it leaves the
-// last block partly idle; tests use it).
+// Matrices one thread block of the lane kernels works on for order n in precision T (a count that
+// is no multiple of it leaves the last block partly idle; tests use it).
+template <class T>
 int gpu_batched_per_block(int n);
 
 // LU with partial pivoting of count n x n matrices, in place; ipiv (n * count) and info (count) in
