@@ -84,8 +84,11 @@ __device__ bool near_identity(const double* g, int nc, double tol, int& bad) {
 // row of R travels by shuffles. A shared-memory version with a barrier per step took 22 us.
 __device__ bool cholesky(const double* g, int nc, double (&a)[max_cols][pad], double* inv_diag, int& bad) {
   __syncthreads();  // every thread has read `bad` (near_identity) before lane 0 rewrites it
-  if (threadIdx.x < 32) {
-    const int j = static_cast<int>(threadIdx.x);
+  {
+    // Every warp factors (the same result); warp 0 stores. A branch to warp 0 around the shuffles
+    // is one the compiler cannot see is warp-uniform.
+    const bool store = threadIdx.x < 32;
+    const int j = static_cast<int>(threadIdx.x) & 31;
     double c[max_cols];
 #pragma unroll
     for (int i = 0; i < max_cols; ++i) c[i] = j < nc ? (i <= j ? g[i + j * max_cols] : 0.0) : (i == j ? 1.0 : 0.0);
@@ -96,16 +99,18 @@ __device__ bool cholesky(const double* g, int nc, double (&a)[max_cols][pad], do
       ok = ok && d > 0 && isfinite(d);
       const double inv = rsqrt(d), r = c[k] * inv;  // R(k, j)
       c[k] = j >= k ? r : 0.0;
-      if (j == k) inv_diag[k] = inv;
+      if (store && j == k) inv_diag[k] = inv;
 #pragma unroll
       for (int i = k + 1; i < max_cols; ++i) {
         const double rki = __shfl_sync(0xffffffffu, r, i);
         if (i <= j) c[i] -= rki * r;
       }
     }
+    if (store) {
 #pragma unroll
-    for (int i = 0; i < max_cols; ++i) a[i][j] = c[i];
-    if (j == 0) bad = ok ? 0 : 1;
+      for (int i = 0; i < max_cols; ++i) a[i][j] = c[i];
+      if (j == 0) bad = ok ? 0 : 1;
+    }
   }
   __syncthreads();
   return bad == 0;
@@ -250,16 +255,18 @@ __global__ void __launch_bounds__(threads) cholqr_finish_kernel(int m, int nc, T
   // The LU of Q_top - S without pivoting, S_kk = -sign(Q_kk) making |U_kk| = |Q_kk| + 1 >= 1: one
   // warp, lane j holding column j (padded with the identity); L's column k travels by shuffles.
   // sh.lu := L strictly below the diagonal, U on and above it.
-  if (threadIdx.x < 32) {
-    const int j = static_cast<int>(threadIdx.x);
+  {
+    // Every warp factors (the same result); warp 0 stores (as in cholesky()).
+    const bool store = threadIdx.x < 32;
+    const int j = static_cast<int>(threadIdx.x) & 31;
     double c[max_cols];
 #pragma unroll
     for (int i = 0; i < max_cols; ++i) c[i] = j < nc ? (i < nc ? st->qtop[i + j * max_cols] : 0.0) : (i == j ? 1.0 : 0.0);
 #pragma unroll
     for (int k = 0; k < max_cols; ++k) {
       const double p = __shfl_sync(0xffffffffu, c[k], k), s = p >= 0 ? -1.0 : 1.0, u = p - s, inv_u = 1 / u;
-      if (j == k) {
-        c[k] = u;
+      if (j == k) c[k] = u;
+      if (store && j == k) {
         sh.sign[k] = s;
         sh.inv_diag[k] = inv_u;
         sh.pivot[k] = fabs(p);
@@ -271,8 +278,10 @@ __global__ void __launch_bounds__(threads) cholqr_finish_kernel(int m, int nc, T
         else if (j > k) c[i] -= l * c[k];
       }
     }
+    if (store) {
 #pragma unroll
-    for (int i = 0; i < max_cols; ++i) sh.lu[i][j] = c[i];
+      for (int i = 0; i < max_cols; ++i) sh.lu[i][j] = c[i];
+    }
   }
   __syncthreads();
   // V's rows below the top: Q U^-1.
