@@ -80,7 +80,7 @@ __device__ bool near_identity(const double* g, int nc, double tol, int& bad) {
 
 // a := R, the Cholesky factor of the nc x nc matrix whose upper triangle is g (column major, ld
 // max_cols); inv_diag := 1 / R_jj. False, in every thread, when a pivot is not > 0 or not finite.
-// One warp, lane j holding column j in registers (padded to 32 columns with the identity); step k's
+// Each warp, lane j holding column j in registers (padded to 32 columns with the identity); step k's
 // row of R travels by shuffles. A shared-memory version with a barrier per step took 22 us.
 __device__ bool cholesky(const double* g, int nc, double (&a)[max_cols][pad], double* inv_diag, int& bad) {
   __syncthreads();  // every thread has read `bad` (near_identity) before lane 0 rewrites it
