@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <limits>
 
 #include <stdexcept>
 #include <type_traits>
@@ -80,6 +81,29 @@ TEST_CASE_TEMPLATE("batched on the CPUs: singular matrices get LAPACK's info, th
 TEST_CASE_TEMPLATE("batched on the CPUs: NaN and Inf finish and stay in their matrix", T, float, double) {
   const tb::place p = cpu_place();
   for (int n : {1, 4, 13, 32}) tb::non_finite_case<T>(p, n);
+}
+
+TEST_CASE_TEMPLATE("batched residual checks fail on a NaN anywhere in the results", T, float, double) {
+  // A 3 x 3 LU, inverse and solve that pass, then one NaN in each: the check must not pass it.
+  const int n = 3;
+  auto a = tb::random_batch<T>(n, n, 1, 4242u);
+  auto lu = a;
+  std::vector<int> piv, inf;
+  tb::lapack_getrf(n, 1, lu, piv, inf);
+  REQUIRE(inf[0] == 0);
+  CHECK(bt::lu_residual(n, a.data(), n, lu.data(), n, piv.data()) < bt::threshold);
+  for (std::size_t e = 0; e < lu.size(); ++e) {
+    auto bad = lu;
+    bad[e] = std::numeric_limits<T>::quiet_NaN();
+    CAPTURE(e);
+    CHECK_FALSE(bt::lu_residual(n, a.data(), n, bad.data(), n, piv.data()) < bt::threshold);
+  }
+  std::vector<T> x(std::size_t(n * n), T(0));
+  for (int i = 0; i < n; ++i) x[std::size_t(i * n + i)] = T(1);
+  std::vector<T> nan_x = x;
+  nan_x[1] = std::numeric_limits<T>::quiet_NaN();
+  CHECK_FALSE(bt::inverse_residual(n, a.data(), n, nan_x.data(), n) < bt::threshold);
+  CHECK_FALSE(bt::solve_residual(n, n, a.data(), n, nan_x.data(), n, x.data(), n) < bt::threshold);
 }
 
 TEST_CASE("batched on the CPUs: counts 0 and 1, and a batch split over many tasks") {

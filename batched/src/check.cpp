@@ -10,13 +10,15 @@
 namespace tessera::batched {
 namespace {
 
-// Column-major 1-norm of an n x m block, in double.
+// Column-major 1-norm of an n x m block, in double; NaN if any entry is NaN (std::max would drop a
+// NaN column sum, and a residual over NaN factors would pass).
 template <class T>
 double norm1(int rows, int cols, const T* a, int lda) {
   double best = 0;
   for (int j = 0; j < cols; ++j) {
     double s = 0;
     for (int i = 0; i < rows; ++i) s += std::fabs(double(a[i + std::size_t(j) * lda]));
+    if (std::isnan(s)) return s;
     best = std::max(best, s);
   }
   return best;
