@@ -14,6 +14,8 @@
 // or underflows at any scale of A, and R is unscaled as it is written.
 #include <cmath>
 
+#include <tessera/kernels_gpu/gpu_geqrt.hpp>
+
 #include "check.hpp"
 #include "engine.hpp"
 #include "equilibrate.hpp"
@@ -34,6 +36,9 @@ template <class T>
 constexpr int short_threads() {
   return sizeof(T) == sizeof(float) ? 768 : 576;
 }
+static_assert(gpu_geqrt_one_kernel_rows<double> == small_threads &&
+                  gpu_geqrt_one_kernel_rows<float> == short_threads<float>(),
+              "gpu_geqrt_one_kernel_rows (gpu_geqrt.hpp) names the unspilled sizes above");
 
 __device__ __forceinline__ double reciprocal(double x) { return __drcp_rn(x); }
 __device__ __forceinline__ float reciprocal(float x) { return __frcp_rn(x); }

@@ -11,6 +11,8 @@
 
 #if TESSERA_QR_CUDA
 #include <cuda_runtime.h>
+
+#include "tessera/kernels_gpu/gpu_geqrt.hpp"
 #endif
 
 #include "tessera/kernels_cpu/check.hpp"
@@ -38,11 +40,16 @@ constexpr const char* who = "tessera::qr::updatable";
 // 15% faster at every k and Q mode there while p = 100 was up to 4.5% slower with full Q
 // (docs/results/2026-11-24-qr-update-nb-h100.md). delete_p: the p of a column deletion, else 0.
 // Deleting columns on the GPU without Q uses 32 where a (32 + p) x 32 panel is one kernel at the
-// sizes it holds in registers unspilled (512 rows in double, 768 in single): no in-panel update
+// sizes it holds in registers unspilled (kernels::gpu_geqrt_one_kernel_rows): no in-panel update
 // and no T to assemble, 7-24% faster on the H100 (docs/results/2026-11-24-update-launches-h100.md).
 int panel_width(int given, target on, int delete_p = 0, bool q_kept = true, bool single = false) {
   if (given > 0) return given;
-  if (on == target::gpu && delete_p > 0 && !q_kept && 32 + delete_p <= (single ? 768 : 512)) return 32;
+#if TESSERA_QR_CUDA
+  const int one_kernel = single ? kernels::gpu_geqrt_one_kernel_rows<float> : kernels::gpu_geqrt_one_kernel_rows<double>;
+  if (on == target::gpu && delete_p > 0 && !q_kept && 32 + delete_p <= one_kernel) return 32;
+#else
+  (void)q_kept, (void)single;  // no GPU target without CUDA
+#endif
   return on == target::gpu && delete_p >= 200 ? 128 : 64;
 }
 

@@ -19,6 +19,11 @@ namespace tessera::kernels {
 // Widest column block gpu_geqrt factors as one block.
 inline constexpr int gpu_geqrt_max_ib = 32;
 
+// Rows up to which gpu_geqrt factors a block of up to 32 columns in one kernel, the block held in
+// registers without spilling (double 512, float 768): a panel this short costs one launch.
+template <class T>
+inline constexpr int gpu_geqrt_one_kernel_rows = sizeof(T) == sizeof(float) ? 768 : 512;
+
 // Elements of work gpu_geqrt needs.
 std::size_t gpu_geqrt_workspace_size(int m, int n, int ib);
 
