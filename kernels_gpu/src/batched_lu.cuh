@@ -143,6 +143,15 @@ __device__ __forceinline__ double safe_min<double>() { return DBL_MIN; }
 template <>
 __device__ __forceinline__ float safe_min<float>() { return FLT_MIN; }
 
+// The reduction of a packed group (its lanes are not aligned to a power of two, so no butterfly):
+// lane i merges lane i + d's value for d = 1, 2, 4, .. (the group's last lane where i + d is
+// past it), so lane 0 ends with the whole group's; merge(src) shuffles from absolute lane src.
+template <int L, class Merge>
+__device__ __forceinline__ void down_sweep(int base, int lane, Merge merge) {
+#pragma unroll
+  for (int d = 1; d < L; d *= 2) merge(base + (lane + d < L ? lane + d : L - 1));
+}
+
 // The per-group state the kernels share: which matrix, which lane, and the shared pivot rows.
 template <class T, int N>
 struct group {
@@ -175,11 +184,10 @@ struct group {
   // The group's minimum of v, in every lane.
   __device__ unsigned min_all(unsigned v) const {
     if constexpr (packed) {
-#pragma unroll
-      for (int d = 1; d < L; d *= 2) {
-        const unsigned o = __shfl_sync(mask, v, base + (lane + d < L ? lane + d : L - 1));
+      down_sweep<L>(base, lane, [&](int src) {
+        const unsigned o = __shfl_sync(mask, v, src);
         v = o < v ? o : v;
-      }
+      });
       return __shfl_sync(mask, v, base);
     } else {
 #pragma unroll
@@ -192,31 +200,27 @@ struct group {
   }
 };
 
-// group_argmax for packed groups: lane i takes the better of lanes i and i + d (d = 1, 2, 4, ..),
-// so lane 0 ends with the group's best, which it then sends to all.
+// group_argmax for packed groups by down_sweep; lane 0's best is then sent to all.
 template <int L>
 __device__ __forceinline__ unsigned packed_argmax(unsigned mask, int base, int lane, std::uint32_t key, unsigned idx) {
   std::uint64_t v = (static_cast<std::uint64_t>(key) << 10) | (1023u - idx);
-#pragma unroll
-  for (int d = 1; d < L; d *= 2) {
-    const std::uint64_t o = __shfl_sync(mask, v, base + (lane + d < L ? lane + d : L - 1));
+  down_sweep<L>(base, lane, [&](int src) {
+    const std::uint64_t o = __shfl_sync(mask, v, src);
     v = o > v ? o : v;
-  }
+  });
   v = __shfl_sync(mask, v, base);
   return 1023u - static_cast<unsigned>(v & 1023u);
 }
 template <int L>
 __device__ __forceinline__ unsigned packed_argmax(unsigned mask, int base, int lane, std::uint64_t key, unsigned idx) {
-#pragma unroll
-  for (int d = 1; d < L; d *= 2) {
-    const int src = base + (lane + d < L ? lane + d : L - 1);
+  down_sweep<L>(base, lane, [&](int src) {
     const std::uint64_t ok = __shfl_sync(mask, key, src);
     const unsigned oi = __shfl_sync(mask, idx, src);
     if (ok > key || (ok == key && oi < idx)) {
       key = ok;
       idx = oi;
     }
-  }
+  });
   return __shfl_sync(mask, idx, base);
 }
 
