@@ -253,12 +253,14 @@ TEST_CASE_TEMPLATE("gpu_geqrt: short blocks in one thread block, at their bounda
   MESSAGE("geqrt, short blocks: residual " << worst[0] << ", orthogonality " << worst[1] << ", larfb " << worst[3]);
 }
 
-TEST_CASE_TEMPLATE("gpu_larfb equals LAPACK GEMQRT (Q^T C)", T, float, double) {
+TEST_CASE_TEMPLATE("gpu_larfb equals LAPACK GEMQRT (Q^T C and Q C)", T, float, double) {
   struct shape { int m, n, k; };
   double worst = 0;
+  // k >= 256 takes the out-of-place T W (gpu_larfb.cpp).
+  for (const char trans : {'T', 'N'})
   for (const shape s : {shape{500, 300, 64}, shape{1000, 17, 128}, shape{64, 64, 64},
-                        shape{300, 1, 8}}) {
-    INFO("m = " << s.m << ", n = " << s.n << ", k = " << s.k);
+                        shape{300, 1, 8}, shape{800, 200, 288}, shape{512, 700, 512}}) {
+    INFO("op = " << trans << ", m = " << s.m << ", n = " << s.n << ", k = " << s.k);
     // V keeps R above its diagonal (gpu_larfb must read only below it); T's lower part is zeroed.
     mat<T> V(s.m, s.k, 1), Tk(s.k, s.k, 2);
     V.randomize();
@@ -267,14 +269,15 @@ TEST_CASE_TEMPLATE("gpu_larfb equals LAPACK GEMQRT (Q^T C)", T, float, double) {
     mat<T> C(s.m, s.n, 3);
     C.randomize();
     mat<T> Ref = C;
-    REQUIRE(gemqrt('T', s.m, s.n, s.k, s.k, V.data(), V.ld, Tk.data(), Tk.ld, Ref.data(),
+    REQUIRE(gemqrt(trans, s.m, s.n, s.k, s.k, V.data(), V.ld, Tk.data(), Tk.ld, Ref.data(),
                    Ref.ld) == 0);
 
     blas b;
     dev<T> dV(V), dT(Tk), dC(C);
     const std::size_t lwork = gpu_larfb_workspace_size(s.m, s.n, s.k);
     dev<T> work(lwork);
-    gpu_larfb<T>(s.m, s.n, s.k, dV.p, V.ld, dT.p, Tk.ld, dC.p, C.ld, work.p, lwork, b.h);
+    gpu_larfb<T>(trans == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N, s.m, s.n, s.k, dV.p, V.ld, dT.p, Tk.ld, dC.p, C.ld,
+                 work.p, lwork, b.h);
     b.sync();
     mat<T> G = C, VG = V, TG = Tk;
     dC.get(G);

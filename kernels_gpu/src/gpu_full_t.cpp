@@ -32,7 +32,7 @@ void require_lwork(const char* kernel, std::size_t lwork, std::size_t need) {
 
 }  // namespace
 
-std::size_t gpu_full_t_step_workspace_size(int k, int w) { return 2 * elems(k, w); }
+std::size_t gpu_full_t_step_workspace_size(int k, int w) { return 3 * elems(k, w); }
 
 template <class T>
 void gpu_full_t_step(int m, int k, int w, const T* A, int lda, const T* Tkk, int ldt, T* ST, int ldst, T* work,
@@ -62,6 +62,7 @@ void gpu_full_t_step(int m, int k, int w, const T* A, int lda, const T* Tkk, int
     require_ptr(kernel, "work", work);
     T* X = work;                   // k x w, ld k
     T* Y = work + elems(k, w);     // w x k, ld w
+    T* LY = Y + elems(k, w);       // w x k, ld w: TRMMs out of place (in place is 3-5x slower in cuBLAS)
     using cublas::check;
     // X = S(k:m, 0:k)^T V_k: Y = L^T S_top (TRMM), X = S_bot^T V_bot (GEMM), X += Y^T.
     check(kernel, "trmm (Y = L^T S_top)",
@@ -80,9 +81,9 @@ void gpu_full_t_step(int m, int k, int w, const T* A, int lda, const T* Tkk, int
       check(kernel, "gemm (S_bot += V_bot T12^T)",
             cublas::gemm(handle, N, Tr, mb, k, w, T(1), v + w, lda, t12, ldst, T(1), s_bot, ldst));
     check(kernel, "geam (Y = T12^T)", cublas::geam(handle, Tr, Tr, w, k, T(1), t12, ldst, T(0), t12, ldst, Y, w));
-    check(kernel, "trmm (Y = L Y)", cublas::trmm(handle, left, lower, N, unit, w, k, T(1), v, lda, Y, w, Y, w));
-    check(kernel, "geam (S_top += Y)",
-          cublas::geam(handle, N, N, w, k, T(1), s_top, ldst, T(1), Y, w, s_top, ldst));
+    check(kernel, "trmm (LY = L Y)", cublas::trmm(handle, left, lower, N, unit, w, k, T(1), v, lda, Y, w, LY, w));
+    check(kernel, "geam (S_top += LY)",
+          cublas::geam(handle, N, N, w, k, T(1), s_top, ldst, T(1), LY, w, s_top, ldst));
   }
   // S(k+w:m, k:k+w) = V_bot Tkk^T, then the diagonal block.
   if (mb > 0)
@@ -92,7 +93,7 @@ void gpu_full_t_step(int m, int k, int w, const T* A, int lda, const T* Tkk, int
   detail::st_diagonal_block(kernel, w, v, lda, Tkk, ldt, at(ST, ldst, k, k), ldst, s);
 }
 
-std::size_t gpu_apply_q_full_t_workspace_size(int n, int k) { return elems(k, n); }
+std::size_t gpu_apply_q_full_t_workspace_size(int n, int k) { return 2 * elems(k, n); }
 
 template <class T>
 void gpu_apply_q_full_t(cublasOperation_t op, int m, int n, int k, const T* V, int ldv, const T* Tf, int ldt, T* C,
@@ -108,17 +109,19 @@ void gpu_apply_q_full_t(cublasOperation_t op, int m, int n, int k, const T* V, i
   require_ptr(kernel, "work", work);
   detail::host_pointer_mode mode(kernel, handle);
   using cublas::check;
-  T* W = work;  // k x n, ld k
+  // Two k x n buffers (ld k), every TRMM out of place: cuBLAS's in-place TRMM takes a slow
+  // recursive path (H100: 206 against 59 us for a 512 x 512 T on 512 x 7488).
+  T* W = work;
+  T* X = work + elems(k, n);
   const int mb = m - k;
-  check(kernel, "geam (W = C1)", cublas::geam(handle, N, N, k, n, T(1), C, ldc, T(0), C, ldc, W, k));
-  check(kernel, "trmm (W = V1^T W)", cublas::trmm(handle, left, lower, Tr, unit, k, n, T(1), V, ldv, W, k, W, k));
+  check(kernel, "trmm (W = V1^T C1)", cublas::trmm(handle, left, lower, Tr, unit, k, n, T(1), V, ldv, C, ldc, W, k));
   if (mb > 0)
     check(kernel, "gemm (W += V2^T C2)",
           cublas::gemm(handle, Tr, N, k, n, mb, T(1), V + k, ldv, C + k, ldc, T(1), W, k));
-  check(kernel, "trmm (W = op(T) W)", cublas::trmm(handle, left, upper, op, non_unit, k, n, T(1), Tf, ldt, W, k, W, k));
+  check(kernel, "trmm (X = op(T) W)", cublas::trmm(handle, left, upper, op, non_unit, k, n, T(1), Tf, ldt, W, k, X, k));
   if (mb > 0)
-    check(kernel, "gemm (C2 -= V2 W)", cublas::gemm(handle, N, N, mb, n, k, T(-1), V + k, ldv, W, k, T(1), C + k, ldc));
-  check(kernel, "trmm (W = V1 W)", cublas::trmm(handle, left, lower, N, unit, k, n, T(1), V, ldv, W, k, W, k));
+    check(kernel, "gemm (C2 -= V2 X)", cublas::gemm(handle, N, N, mb, n, k, T(-1), V + k, ldv, X, k, T(1), C + k, ldc));
+  check(kernel, "trmm (W = V1 X)", cublas::trmm(handle, left, lower, N, unit, k, n, T(1), V, ldv, X, k, W, k));
   check(kernel, "geam (C1 -= W)", cublas::geam(handle, N, N, k, n, T(1), C, ldc, T(-1), W, k, C, ldc));
 }
 

@@ -7,7 +7,7 @@
 
 namespace tessera::kernels {
 
-// Elements of work gpu_full_t_step needs: 2 * k * w.
+// Elements of work gpu_full_t_step needs: 3 * k * w.
 std::size_t gpu_full_t_step_workspace_size(int k, int w);
 
 // Step k of the seed 001's Algorithm 1 (see core_full_t_step): columns k..k+w-1's reflectors (V
@@ -18,7 +18,7 @@ template <class T>
 void gpu_full_t_step(int m, int k, int w, const T* A, int lda, const T* Tkk, int ldt, T* ST, int ldst, T* work,
                      std::size_t lwork, cublasHandle_t handle);
 
-// Elements of work gpu_apply_q_full_t needs: k * n.
+// Elements of work gpu_apply_q_full_t needs: 2 * k * n.
 std::size_t gpu_apply_q_full_t_workspace_size(int n, int k);
 
 // C (m x n, ldc) := op(Q) C with Q = I - V T V^T for all k reflectors at once (V: A's unit lower

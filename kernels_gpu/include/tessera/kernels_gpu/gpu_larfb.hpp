@@ -8,7 +8,8 @@
 
 namespace tessera::kernels {
 
-// Elements of work gpu_larfb needs: m * k (V with its unit diagonal made explicit) + k * n.
+// Elements of work gpu_larfb needs: m * k (V with its unit diagonal made explicit) + k * n (W),
+// and another k * n for k >= 256 (T W out of place).
 std::size_t gpu_larfb_workspace_size(int m, int n, int k);
 
 // C (m x n, ldc) := Q^T C; V: m x k (ldv >= m), k <= m; Tf: k x k upper triangular (ldt >= k).
