@@ -157,6 +157,17 @@ void gpu_backend::trmm(int lane, char side, char uplo, char ta, char diag, int m
 }
 
 template <class T>
+T* gpu_backend::t_mult(int lane, char side, char ta, int m, int n, const T* Tm, int ldt, T* W, T* X) {
+  if ((side == 'L' ? m : n) < t_mult_x_from) {
+    trmm(lane, side, 'U', ta, 'N', m, n, T(1), Tm, ldt, W, m);
+    return W;
+  }
+  if (side == 'L') gemm(lane, ta, 'N', m, n, m, T(1), Tm, ldt, W, m, T(0), X, m);
+  else gemm(lane, 'N', ta, m, n, n, T(1), W, m, Tm, ldt, T(0), X, m);
+  return X;
+}
+
+template <class T>
 void gpu_backend::trsm(int lane, char side, char uplo, char ta, char diag, int m, int n, T alpha,
                        const T* A, int lda, T* B, int ldb) {
   if (m <= 0 || n <= 0) return;
@@ -274,6 +285,7 @@ void gpu_backend::download(int lane, int m, int n, const T* d, int ldd, T* h, in
                                      int);                                                         \
   template void gpu_backend::trsm<T>(int, char, char, char, char, int, int, T, const T*, int, T*, \
                                      int);                                                         \
+  template T* gpu_backend::t_mult<T>(int, char, char, int, int, const T*, int, T*, T*);            \
   template void gpu_backend::copy<T>(int, int, int, const T*, int, T*, int);                      \
   template void gpu_backend::transpose<T>(int, int, int, const T*, int, T*, int);                 \
   template void gpu_backend::sub<T>(int, int, int, const T*, int, T*, int);                       \

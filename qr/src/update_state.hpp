@@ -88,20 +88,21 @@ void apply_left(B& be, int lane, int nb, int hb, int ncols, const T* V, int ldv,
 
 // With V (h x nb, ldv) explicit, its unit diagonal and the zeros above it stored (as split_panel
 // leaves it), and C in one piece: side 'L', C (h x other, ldc) := H^T C; side 'R', C (other x h)
-// := C H. Two GEMMs and a TRMM (LAPACK's LARFB) instead of apply_left's or apply_right's seven
-// calls. W: nb x other ('L') or other x nb ('R') workspace.
+// := C H. Two GEMMs and a product with T (LAPACK's LARFB) instead of apply_left's or
+// apply_right's seven calls. W: nb * other workspace, twice that for nb >= B::t_mult_x_from.
 template <class B, class T>
 void apply_explicit(B& be, int lane, char side, int h, int nb, int other, const T* V, int ldv, const T* Tm, int ldt,
                     T* C, int ldc, T* W) {
   if (other <= 0 || nb <= 0) return;
+  T* X = nb >= B::t_mult_x_from ? W + std::size_t(nb) * other : nullptr;
   if (side == 'L') {  // W = V^T C, W = T^T W, C -= V W
     be.gemm(lane, 'T', 'N', nb, other, h, T(1), V, ldv, C, ldc, T(0), W, nb);
-    be.trmm(lane, 'L', 'U', 'T', 'N', nb, other, T(1), Tm, ldt, W, nb);
-    be.gemm(lane, 'N', 'N', h, other, nb, T(-1), V, ldv, W, nb, T(1), C, ldc);
+    const T* TW = be.t_mult(lane, 'L', 'T', nb, other, Tm, ldt, W, X);
+    be.gemm(lane, 'N', 'N', h, other, nb, T(-1), V, ldv, TW, nb, T(1), C, ldc);
   } else {  // W = C V, W = W T, C -= W V^T
     be.gemm(lane, 'N', 'N', other, nb, h, T(1), C, ldc, V, ldv, T(0), W, other);
-    be.trmm(lane, 'R', 'U', 'N', 'N', other, nb, T(1), Tm, ldt, W, other);
-    be.gemm(lane, 'N', 'T', other, h, nb, T(-1), W, other, V, ldv, T(1), C, ldc);
+    const T* WT = be.t_mult(lane, 'R', 'N', other, nb, Tm, ldt, W, X);
+    be.gemm(lane, 'N', 'T', other, h, nb, T(-1), WT, other, V, ldv, T(1), C, ldc);
   }
 }
 
@@ -134,16 +135,17 @@ void band_retriangularize(update_state<B, T>& st, int j_first, int L, int band, 
   be.ensure(st.panels, std::size_t(npanels) * ldp * nb);
   be.ensure(st.tmats, std::size_t(npanels) * nb * nb);
   be.ensure(st.pwork, be.template panel_work_size<T>(ldp, nb));
-  be.ensure(st.work_r, std::size_t(nb) * std::max(m, 1));
-  if (st.nrhs > 0) be.ensure(st.work_d, std::size_t(nb) * st.nrhs);
-  if (st.qcols() > 0) be.ensure(st.work_q, std::size_t(nb) * std::max(st.n, 1));
+  const std::size_t wx = nb >= B::t_mult_x_from ? 2 : 1;  // apply_explicit's W, and X if used
+  be.ensure(st.work_r, wx * nb * std::max(m, 1));
+  if (st.nrhs > 0) be.ensure(st.work_d, wx * nb * st.nrhs);
+  if (st.qcols() > 0) be.ensure(st.work_q, wx * nb * std::max(st.n, 1));
   for (int t = 0; t < npanels; ++t) {
     const int j0 = j_first + t * nb, jb = std::min(nb, m - j0);
     const int h = std::min(jb + band, L - j0), hb = h - jb;
     T* P = st.panels.data() + std::size_t(t) * ldp * nb;
     T* Tm = st.tmats.data() + std::size_t(t) * nb * nb;
     // Factored in place; its V goes to P, made explicit: R's rows j0..j0+h (and D's, Q's columns)
-    // are contiguous, so the reflectors go on as two GEMMs and a TRMM.
+    // are contiguous, so the reflectors go on as two GEMMs and a product with T.
     be.panel_qr(lane_r, h, jb, st.R(j0, j0), st.ldr, Tm, nb, st.pwork.data(), st.pwork.size());
     be.split_panel(lane_r, jb, hb, st.R(j0, j0), st.ldr, P, ldp);
     apply_explicit(be, lane_r, 'L', h, jb, m - j0 - jb, P, ldp, Tm, nb, st.R(j0, j0 + jb), st.ldr,
