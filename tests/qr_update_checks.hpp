@@ -422,4 +422,18 @@ void deletions_without_q(qr::target on) {
   }
 }
 
+// Deleting 200 or more columns with Q: on the GPU the panels are 128 wide, and their products with
+// T on R, D and Q are GEMMs with T's zeros (the GPU backend's t_mult), not TRMMs.
+template <class T>
+void deletions_with_wide_panels(qr::target on) {
+  problem<T> p;
+  auto u = make<T>(p, 700, 400, 2, qr::q_mode::full, on, 0);
+  apply(u, p, op::delete_columns, 20, 200);
+  check_factors(u, p, "delete 200 columns at 20, full Q");
+  problem<T> q;
+  auto v = make<T>(q, 600, 450, 1, qr::q_mode::thin, on, 0);
+  apply(v, q, op::delete_columns, 0, 300);
+  check_factors(v, q, "delete 300 columns at 0, thin Q");
+}
+
 }  // namespace tessera::testing::update

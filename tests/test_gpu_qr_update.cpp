@@ -25,3 +25,7 @@ TEST_CASE("qr update, GPU: deleting columns without Q at the default panel width
   upd::deletions_without_q<double>(target::gpu);
   upd::deletions_without_q<float>(target::gpu);
 }
+TEST_CASE("qr update, GPU: deleting 200 or more columns with Q (128-column panels on the GPU)") {
+  upd::deletions_with_wide_panels<double>(target::gpu);
+  upd::deletions_with_wide_panels<float>(target::gpu);
+}

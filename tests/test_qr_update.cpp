@@ -25,3 +25,7 @@ TEST_CASE("qr update, CPUs: deleting columns without Q at the default panel widt
   upd::deletions_without_q<double>(target::cpu);
   upd::deletions_without_q<float>(target::cpu);
 }
+TEST_CASE("qr update, CPUs: deleting 200 or more columns with Q (128-column panels on the GPU)") {
+  upd::deletions_with_wide_panels<double>(target::cpu);
+  upd::deletions_with_wide_panels<float>(target::cpu);
+}
