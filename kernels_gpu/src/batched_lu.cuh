@@ -160,20 +160,24 @@ struct group {
   static constexpr int L = packed ? N : P;  // lanes a group
   static constexpr int per_warp = 32 / L;
   static constexpr int per_block = threads_per_block / 32 * per_warp;  // matrices per block
-  int lane, g, base;
+  int lane, g, base, gid;
   long long b;
   unsigned mask;
+  unsigned live;  // the warp's lanes in groups that hold a matrix (for full-warp reductions)
   bool active;  // lane < N: holds a row
   bool idle;    // beyond the warp's last whole group (packed groups only)
-  __device__ group() {
+  // Called by every thread of the block (blocks are whole warps), before any returns.
+  __device__ explicit group(long long count) {
     const int w = static_cast<int>(threadIdx.x) & 31;
     lane = w % L;
     base = w - lane;
+    gid = w / L;
     idle = w >= per_warp * L;
-    g = static_cast<int>(threadIdx.x) / 32 * per_warp + w / L;
+    g = static_cast<int>(threadIdx.x) / 32 * per_warp + gid;
     b = static_cast<long long>(blockIdx.x) * per_block + g;
     mask = idle ? 0u : (L == 32 ? 0xFFFFFFFFu : ((1u << L) - 1u) << base);
     active = lane < N;
+    live = __ballot_sync(0xFFFFFFFFu, !idle && b < count);
   }
   // The value v of the group's lane src.
   template <class V>
@@ -223,6 +227,57 @@ __device__ __forceinline__ unsigned packed_argmax(unsigned mask, int base, int l
   });
   return __shfl_sync(mask, idx, base);
 }
+
+// group_argmax for the G groups of a warp by full-warp redux.sync, once per group: group q's
+// lanes bring their keys, every other lane 0 (redux.sync over one group's sub-warp mask gave
+// wrong pivots, above). 32-bit keys: the maximum, then the smallest index that holds it.
+template <int G>
+__device__ __forceinline__ unsigned split_argmax(unsigned live, int gid, std::uint32_t key, unsigned idx) {
+  unsigned m = 0, w = 0;
+#pragma unroll
+  for (int q = 0; q < G; ++q) {
+    const unsigned r = __reduce_max_sync(live, gid == q ? key : 0u);
+    if (gid == q) m = r;
+  }
+#pragma unroll
+  for (int q = 0; q < G; ++q) {
+    const unsigned r = __reduce_min_sync(live, gid == q && key == m ? idx : 1023u);
+    if (gid == q) w = r;
+  }
+  return w;
+}
+// 64-bit keys: the high words' maximum, then the low words' among the lanes that hold it.
+template <int G>
+__device__ __forceinline__ unsigned split_argmax(unsigned live, int gid, std::uint64_t key, unsigned idx) {
+  const auto hi = static_cast<unsigned>(key >> 32), lo = static_cast<unsigned>(key);
+  unsigned mh = 0, ml = 0, w = 0;
+#pragma unroll
+  for (int q = 0; q < G; ++q) {
+    const unsigned r = __reduce_max_sync(live, gid == q ? hi : 0u);
+    if (gid == q) mh = r;
+  }
+#pragma unroll
+  for (int q = 0; q < G; ++q) {
+    const unsigned r = __reduce_max_sync(live, gid == q && hi == mh ? lo : 0u);
+    if (gid == q) ml = r;
+  }
+#pragma unroll
+  for (int q = 0; q < G; ++q) {
+    const unsigned r = __reduce_min_sync(live, gid == q && hi == mh && lo == ml ? idx : 1023u);
+    if (gid == q) w = r;
+  }
+  return w;
+}
+
+// Where the pivot search takes split_argmax instead of a shuffle butterfly (or the packed groups'
+// down_sweep): two or three groups a warp (n = 9-16), where it costs 2 (float) or 3 (double)
+// redux.sync a group against 4 shuffle rounds of 64-bit values with their compares. H100, 2^20
+// matrices, two runs in one call, ms, LU: double n = 9 / 10 / 12 / 16 0.622 / 0.734 / 1.143 /
+// 1.878 -> 0.528 / 0.614 / 1.023 / 1.629, single n = 9 / 12 / 16 0.521 / 0.822 / 1.137 -> 0.366 /
+// 0.701 / 0.982; inverse 3-19% faster. With four or more groups a warp (n <= 8) the redux.sync
+// calls outnumber the rounds saved: LU 1.2-2.2x slower.
+template <class T, int N>
+inline constexpr bool split_search = group<T, N>::per_warp == 2 || group<T, N>::per_warp == 3;
 
 // Shared memory of a block: per group two pivot-row buffers (steps alternate, so a step's writes
 // never meet the previous step's reads) of N values plus the pivot's reciprocal, and the pivots.
@@ -278,7 +333,8 @@ __device__ __forceinline__ void find_pivot(const group<T, N>& grp, const T (&r)[
   const key_t key = (grp.active && pos >= k) ? abs_key(r[k]) : key_t(0);
   const auto idx = static_cast<unsigned>(pos * 32 + grp.lane);
   unsigned w;
-  if constexpr (group<T, N>::packed) w = packed_argmax<group<T, N>::L>(grp.mask, grp.base, grp.lane, key, idx);
+  if constexpr (split_search<T, N>) w = split_argmax<group<T, N>::per_warp>(grp.live, grp.gid, key, idx);
+  else if constexpr (group<T, N>::packed) w = packed_argmax<group<T, N>::L>(grp.mask, grp.base, grp.lane, key, idx);
   else w = group_argmax<group<T, N>::P>(grp.mask, key, idx);
   plane = static_cast<int>(w & 31u);
   ppos = static_cast<int>(w >> 5);
@@ -362,7 +418,7 @@ template <class T, int N>
 __global__ void __launch_bounds__(threads_per_block, min_blocks<T, N>())
     getrf_kernel(gpu_batch<T> A, int* __restrict__ ipiv, int* __restrict__ info, long long count) {
   __shared__ shared_rows<T, N> s;
-  const group<T, N> grp;
+  const group<T, N> grp(count);
   if (grp.idle || grp.b >= count) return;  // whole groups leave together, so the masks stay right
   T* a = matrix_of(A, grp.b);
   T r[N] = {};
@@ -382,7 +438,7 @@ template <class T, int N>
 __global__ void __launch_bounds__(threads_per_block, min_blocks<T, N>())
     inverse_kernel(gpu_batch<T> A, gpu_batch<T> Ainv, int* __restrict__ info, long long count) {
   __shared__ shared_rows<T, N> s;
-  const group<T, N> grp;
+  const group<T, N> grp(count);
   if (grp.idle || grp.b >= count) return;
   const T* a = matrix_of(A, grp.b);
   T r[N] = {};
@@ -613,7 +669,7 @@ template <class T, int N>
 __global__ void __launch_bounds__(threads_per_block)
     getrs_kernel(int nrhs, gpu_batch<T> LU, const int* __restrict__ ipiv, gpu_batch<T> B, long long count) {
   __shared__ shared_rows<T, N> s;
-  const group<T, N> grp;
+  const group<T, N> grp(count);
   if (grp.idle || grp.b >= count) return;
   const T* lu = matrix_of(LU, grp.b);
   T r[N] = {};
@@ -651,7 +707,7 @@ __global__ void __launch_bounds__(threads_per_block)
     gesv_kernel(int nrhs, gpu_batch<T> A, int* __restrict__ ipiv, gpu_batch<T> B, int* __restrict__ info,
                 long long count) {
   __shared__ shared_rows<T, N> s;
-  const group<T, N> grp;
+  const group<T, N> grp(count);
   if (grp.idle || grp.b >= count) return;
   T* a = matrix_of(A, grp.b);
   T r[N] = {};
