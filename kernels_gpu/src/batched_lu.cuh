@@ -67,15 +67,17 @@ constexpr int min_blocks() {
 // 5, 6, 7 within 2%.
 template <int N>
 inline constexpr bool lu_by_shuffles = N > 16 || (N >= 3 && N <= 8);
-// The inverse by shuffles too (scaling deferred, as for n > 16) from order 6 in single, and for
-// orders 6 to 8 and the odd orders 9 to 15 in double, where they measured faster (even orders 10
-// to 16 in double were not: why odd and even differ there is not known). H100, 2^20 matrices, two
-// runs, ms: double n = 6 / 7 / 8 0.316 / 0.426 / 0.421 -> 0.288 / 0.332 / 0.406, n = 11 / 13 /
-// 15 1.26 / 1.63 / 2.14 -> 1.18 / 1.55 / 1.98, even n = 10-16 2-6% slower; single n = 7-16 4-10%
-// faster, n = 6 within 1%; n = 5 was 2-5% slower and n = 4 (earlier) 36%.
+// The inverse by shuffles too (scaling deferred, as for n > 16) for orders 6 to 8, and for orders
+// 11 to 15 in single, where they measured faster. H100, 2^20 matrices, two runs, ms: double n = 6
+// / 7 / 8 0.316 / 0.426 / 0.421 -> 0.288 / 0.332 / 0.406; single n = 11-15 2-6% faster. Once the
+// pivot search of orders 9-16 was cheaper (split_search), shared memory was faster for the rest:
+// double n = 9 / 15 0.611 / 1.840 against 0.653 / 2.007 by shuffles, n = 11 and 13 1-2% faster,
+// even orders 10-16 7-18%; single n = 9 / 10 / 16 0.429 / 0.474 / 1.151 against 0.450 / 0.513 /
+// 1.184 (docs/results/2026-11-24-batched-split-search-h100.md). n = 5 was 2-5% slower by
+// shuffles and n = 4 36%.
 template <class T, int N>
 inline constexpr bool inv_by_shuffles =
-    N > 16 || (N >= 6 && (sizeof(T) == sizeof(float) || N <= 8 || N % 2 == 1));
+    N > 16 || (N >= 6 && N <= 8) || (sizeof(T) == sizeof(float) && N >= 11 && N <= 15);
 
 template <class T>
 __device__ __forceinline__ T* matrix_of(const gpu_batch<T>& m, long long b) {
