@@ -3,6 +3,7 @@
 #include "tessera/qr/update.hpp"
 
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -15,6 +16,7 @@
 #include "tessera/kernels_gpu/gpu_geqrt.hpp"
 #endif
 
+#include "tessera/kernels_cpu/blas_threads.hpp"
 #include "tessera/kernels_cpu/check.hpp"
 #include "tessera/sched/memory.hpp"
 #include "tessera/qr/gpu.hpp"
@@ -95,6 +97,15 @@ struct updatable<T>::impl {
   template <class F>
   decltype(auto) visit(F&& f) const {
     return std::visit(std::forward<F>(f), const_cast<impl*>(this)->st);
+  }
+  // visit for the updates, copies and solves: on the CPUs with BLAS single-threaded for the
+  // duration (host_backend::split parallelizes; OpenBLAS's own threads, left spinning between
+  // calls, took cores from the pieces).
+  template <class F>
+  decltype(auto) run(F&& f) const {
+    std::optional<blas::blas_threads> one;
+    if (on == target::cpu) one.emplace(1);
+    return visit(std::forward<F>(f));
   }
   int n() const { return visit([](auto& s) { return s.n; }); }
   int m() const { return visit([](auto& s) { return s.m; }); }
@@ -282,7 +293,7 @@ void updatable<T>::delete_columns(int k, int p) {
   check::require_le(fn, "p", p, "cols - 1", m - 1);
   check::require_le(fn, "k + p", static_cast<long long>(k) + p, "cols", m);
   const target on = _s->on;
-  _s->visit([&](auto& st) {
+  _s->run([&](auto& st) {
     constexpr bool single = std::is_same_v<typename std::decay_t<decltype(st)>::value_type, float>;
     detail::delete_columns(st, k, p, panel_width(st.nb_given, on, p, st.mode != q_mode::none, single));
   });
@@ -298,7 +309,7 @@ void updatable<T>::insert_columns(int k, matrix_ref<const T> u) {
   check::require_ge(fn, "u.cols", p, "1", 1);
   check::require_le(fn, "u.cols", p, "rows - cols", n - m);
   require_shape(fn, "u", u, n, p);
-  _s->visit([&](auto& st) { detail::insert_columns(st, k, u.data, u.ld, p); });
+  _s->run([&](auto& st) { detail::insert_columns(st, k, u.data, u.ld, p); });
 }
 
 template <class T>
@@ -310,7 +321,7 @@ void updatable<T>::insert_rows(int k, matrix_ref<const T> u, matrix_ref<const T>
   check::require_ge(fn, "u.rows", p, "1", 1);
   require_shape(fn, "u", u, p, m);
   if (nr > 0) require_shape(fn, "bu", bu, p, nr);
-  _s->visit([&](auto& st) { detail::insert_rows(st, k, u.data, u.ld, p, bu.data, bu.ld); });
+  _s->run([&](auto& st) { detail::insert_rows(st, k, u.data, u.ld, p, bu.data, bu.ld); });
 }
 
 template <class T>
@@ -322,7 +333,7 @@ void updatable<T>::delete_rows(int k, int p) {
   check::require_ge(fn, "p", p, "1", 1);
   check::require_le(fn, "p", p, "rows - cols", n - m);
   check::require_le(fn, "k + p", static_cast<long long>(k) + p, "rows", n);
-  _s->visit([&](auto& st) { detail::delete_rows(st, k, p); });
+  _s->run([&](auto& st) { detail::delete_rows(st, k, p); });
 }
 
 template <class T>
@@ -334,7 +345,7 @@ void updatable<T>::rank_update(matrix_ref<const T> u, matrix_ref<const T> v) {
   check::require_le(fn, "u.cols", r, "cols", m);
   require_shape(fn, "u", u, n, r);
   require_shape(fn, "v", v, m, r);
-  _s->visit([&](auto& st) { detail::rank_update(st, u.data, u.ld, v.data, v.ld, r); });
+  _s->run([&](auto& st) { detail::rank_update(st, u.data, u.ld, v.data, v.ld, r); });
 }
 
 template <class T>
@@ -347,7 +358,7 @@ void updatable<T>::solve(matrix_ref<T> x) const {
   check::require_ptr(fn, "x", x.data);
   check::require_ge(fn, "x.ld", x.ld, "cols", m);
   require_host<T>(fn, "x", x);
-  _s->visit([&](auto& st) {
+  _s->run([&](auto& st) {
     auto& be = st.be;
     be.ensure(st.work_r, std::size_t(m) * nr);
     be.copy(detail::lane_r, m, nr, st.D(0, 0), st.ldd, st.work_r.data(), m);
@@ -369,7 +380,7 @@ void updatable<T>::copy_r(matrix_ref<T> r) const {
   check::require_ptr(fn, "r", r.data);
   check::require_ge(fn, "r.ld", r.ld, "cols", m);
   require_host<T>(fn, "r", r);
-  _s->visit([&](auto& st) {
+  _s->run([&](auto& st) {
     st.be.sync();
     st.be.download(detail::lane_r, m, m, st.R(0, 0), st.ldr, r.data, r.ld);
   });
@@ -385,7 +396,7 @@ void updatable<T>::copy_q(matrix_ref<T> q) const {
   check::require_ptr(fn, "q", q.data);
   check::require_ge(fn, "q.ld", q.ld, "rows", n);
   require_host<T>(fn, "q", q);
-  _s->visit([&](auto& st) {
+  _s->run([&](auto& st) {
     st.be.sync();
     st.be.download(detail::lane_q, n, qc, st.Q(0, 0), st.ldq, q.data, q.ld);
   });
@@ -401,7 +412,7 @@ void updatable<T>::copy_qtb(matrix_ref<T> qtb) const {
   check::require_ptr(fn, "qtb", qtb.data);
   check::require_ge(fn, "qtb.ld", qtb.ld, "qtb.rows", dr);
   require_host<T>(fn, "qtb", qtb);
-  _s->visit([&](auto& st) {
+  _s->run([&](auto& st) {
     st.be.sync();
     st.be.download(detail::lane_r, dr, nr, st.D(0, 0), st.ldd, qtb.data, qtb.ld);
   });

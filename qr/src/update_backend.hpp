@@ -6,14 +6,20 @@
 // on the GPU each lane is a CUDA stream with its own cuBLAS handle, so Q (the biggest matrix) is
 // updated while R's next panel is factored, and Q^T B's few columns (a handful of short calls per
 // panel or Givens block) stay off R's chain; dep(from, to) orders lane `to` after what `from` has
-// enqueued so far. On the CPUs the lanes are one sequence and BLAS is threaded.
+// enqueued so far. On the CPUs the lanes are one sequence, BLAS runs single-threaded (the
+// updates hold qr::blas_threads(1)) and host_backend::split spreads each large call over the
+// cores as TBB pieces.
 #include <algorithm>
 #include <cstddef>
 #include <limits>
 #include <memory>
 #include <vector>
 
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
 #include "tessera/kernels_cpu/blas.hpp"
+#include "tessera/kernels_cpu/blas_threads.hpp"
 #include "tessera/kernels_cpu/check.hpp"
 #include "tessera/kernels_cpu/givens.hpp"
 
@@ -30,6 +36,26 @@ struct host_backend {
     std::size_t size() const noexcept { return v.size(); }
   };
   static constexpr bool on_gpu = false;
+
+  // f(first, count) over [0, n), in pieces of at least `grain` run in parallel on the CPUs, BLAS
+  // single-threaded inside: the updates' applies are many mid-sized BLAS calls (64 x 564 x 1000),
+  // where OpenBLAS's own threads cost more than they gained on 16 cores (deleting 500 columns at
+  // 2000 of 6000 x 3000, R only: docs/results/2026-11-24-cpu-update-split.md).
+  template <class F>
+  void split(int n, int grain, F&& f) {
+    const int workers = tbb::this_task_arena::max_concurrency();
+    const int pieces = std::min(n / std::max(grain, 1), 2 * workers);
+    if (pieces <= 1 || workers <= 1) {
+      f(0, n);
+      return;
+    }
+    const blas::blas_threads one(1);
+    tbb::parallel_for(0, pieces, [&](int c) {
+      const int a = static_cast<int>(static_cast<long long>(n) * c / pieces);
+      const int b = static_cast<int>(static_cast<long long>(n) * (c + 1) / pieces);
+      f(a, b - a);
+    });
+  }
 
   // Makes b hold at least n elements; its contents are lost when it grows.
   template <class T>
@@ -48,9 +74,21 @@ struct host_backend {
         for (int i = 0; i < m; ++i) C[i + std::size_t(j) * ldc] *= beta;
       return;
     }
-    blas::gemm(ta == 'T' ? CblasTrans : CblasNoTrans, tb == 'T' ? CblasTrans : CblasNoTrans, m, n,
-               k, alpha, A, lda, B, ldb, beta, C, ldc);
+    // Pieces of C along its longer side, each at least gemm_grain flops.
+    const double per = 2.0 * k * (n >= m ? m : n);  // flops a column (row) of C
+    const int grain = static_cast<int>(std::max(16.0, gemm_grain / per));
+    const auto call = [&](int pm, int pn, const T* a, const T* b, T* c) {
+      blas::gemm(ta == 'T' ? CblasTrans : CblasNoTrans, tb == 'T' ? CblasTrans : CblasNoTrans, pm, pn, k,
+                 alpha, a, lda, b, ldb, beta, c, ldc);
+    };
+    if (n >= m)
+      split(n, grain, [&](int c0, int cn) {
+        call(m, cn, A, tb == 'T' ? B + c0 : B + std::size_t(c0) * ldb, C + std::size_t(c0) * ldc);
+      });
+    else
+      split(m, grain, [&](int r0, int rn) { call(rn, n, ta == 'T' ? A + std::size_t(r0) * lda : A + r0, B, C + r0); });
   }
+  static constexpr double gemm_grain = 1 << 23;
   template <class T>
   void trmm(int, char side, char uplo, char ta, char diag, int m, int n, T alpha, const T* A,
             int lda, T* B, int ldb) {
@@ -76,11 +114,13 @@ struct host_backend {
                ta == 'T' ? CblasTrans : CblasNoTrans, diag == 'U' ? CblasUnit : CblasNonUnit, m, n,
                alpha, A, lda, B, ldb);
   }
-  // B := A (m x n), the two not overlapping.
+  // B := A (m x n), the two not overlapping; columns in parallel when there are many.
   template <class T>
   void copy(int, int m, int n, const T* A, int lda, T* B, int ldb) {
-    for (int j = 0; j < n; ++j)
-      std::copy(A + std::size_t(j) * lda, A + std::size_t(j) * lda + m, B + std::size_t(j) * ldb);
+    split(n, std::max(1, (1 << 18) / std::max(m, 1)), [&](int j0, int nj) {
+      for (int j = j0; j < j0 + nj; ++j)
+        std::copy(A + std::size_t(j) * lda, A + std::size_t(j) * lda + m, B + std::size_t(j) * ldb);
+    });
   }
   // B (n x m) := A^T (A m x n).
   template <class T>
@@ -175,6 +215,11 @@ struct gpu_backend {
     std::size_t size() const noexcept { return n; }
   };
   static constexpr bool on_gpu = true;
+  // One piece: the calls go to the lane's stream as they are (host_backend::split).
+  template <class F>
+  void split(int n, int, F&& f) {
+    f(0, n);
+  }
 
   gpu_backend();
   gpu_backend(gpu_backend&&) noexcept;

@@ -69,6 +69,10 @@ struct update_state {
   }
 };
 
+// The columns (side 'L') or rows (side 'R') of C that the applies below take per piece on the
+// CPUs (B::split); each piece needs its own slice of the workspace, which the pieces' sizes sum to.
+inline constexpr int apply_grain = 64;
+
 // [Ctop; Cbot] := H^T [Ctop; Cbot] on `lane`, H = I - V T V^T from a GEQRT panel: V (nb + hb
 // rows, ldv) unit lower trapezoidal (its upper triangle ignored), T (nb x nb, ldt). Ctop nb x
 // ncols, Cbot hb x ncols. W: nb x ncols workspace. top_identity: V's top nb x nb block is the
@@ -77,13 +81,18 @@ template <class B, class T>
 void apply_left(B& be, int lane, int nb, int hb, int ncols, const T* V, int ldv, const T* Tm,
                 int ldt, T* Ctop, int ldct, T* Cbot, int ldcb, T* W, bool top_identity = false) {
   if (ncols <= 0 || nb <= 0) return;
-  be.copy(lane, nb, ncols, Ctop, ldct, W, nb);
-  if (!top_identity) be.trmm(lane, 'L', 'L', 'T', 'U', nb, ncols, T(1), V, ldv, W, nb);
-  if (hb > 0) be.gemm(lane, 'T', 'N', nb, ncols, hb, T(1), V + nb, ldv, Cbot, ldcb, T(1), W, nb);
-  be.trmm(lane, 'L', 'U', 'T', 'N', nb, ncols, T(1), Tm, ldt, W, nb);
-  if (hb > 0) be.gemm(lane, 'N', 'N', hb, ncols, nb, T(-1), V + nb, ldv, W, nb, T(1), Cbot, ldcb);
-  if (!top_identity) be.trmm(lane, 'L', 'L', 'N', 'U', nb, ncols, T(1), V, ldv, W, nb);
-  be.sub(lane, nb, ncols, W, nb, Ctop, ldct);
+  be.split(ncols, apply_grain, [&](int c0, int cn) {  // columns of C, W's columns c0.. (ld nb)
+    T* Wc = W + std::size_t(nb) * c0;
+    T* Ct = Ctop + std::size_t(c0) * ldct;
+    T* Cb = Cbot + std::size_t(c0) * ldcb;
+    be.copy(lane, nb, cn, Ct, ldct, Wc, nb);
+    if (!top_identity) be.trmm(lane, 'L', 'L', 'T', 'U', nb, cn, T(1), V, ldv, Wc, nb);
+    if (hb > 0) be.gemm(lane, 'T', 'N', nb, cn, hb, T(1), V + nb, ldv, Cb, ldcb, T(1), Wc, nb);
+    be.trmm(lane, 'L', 'U', 'T', 'N', nb, cn, T(1), Tm, ldt, Wc, nb);
+    if (hb > 0) be.gemm(lane, 'N', 'N', hb, cn, nb, T(-1), V + nb, ldv, Wc, nb, T(1), Cb, ldcb);
+    if (!top_identity) be.trmm(lane, 'L', 'L', 'N', 'U', nb, cn, T(1), V, ldv, Wc, nb);
+    be.sub(lane, nb, cn, Wc, nb, Ct, ldct);
+  });
 }
 
 // With V (h x nb, ldv) explicit, its unit diagonal and the zeros above it stored (as split_panel
@@ -95,15 +104,22 @@ void apply_explicit(B& be, int lane, char side, int h, int nb, int other, const 
                     T* C, int ldc, T* W) {
   if (other <= 0 || nb <= 0) return;
   T* X = nb >= B::t_mult_x_from ? W + std::size_t(nb) * other : nullptr;
-  if (side == 'L') {  // W = V^T C, W = T^T W, C -= V W
-    be.gemm(lane, 'T', 'N', nb, other, h, T(1), V, ldv, C, ldc, T(0), W, nb);
-    const T* TW = be.t_mult(lane, 'L', 'T', nb, other, Tm, ldt, W, X);
-    be.gemm(lane, 'N', 'N', h, other, nb, T(-1), V, ldv, TW, nb, T(1), C, ldc);
-  } else {  // W = C V, W = W T, C -= W V^T
-    be.gemm(lane, 'N', 'N', other, nb, h, T(1), C, ldc, V, ldv, T(0), W, other);
-    const T* WT = be.t_mult(lane, 'R', 'N', other, nb, Tm, ldt, W, X);
-    be.gemm(lane, 'N', 'T', other, h, nb, T(-1), WT, other, V, ldv, T(1), C, ldc);
-  }
+  // A piece of `cn` columns or rows of C owns W's (and X's) elements nb * c0 .. nb * (c0 + cn).
+  be.split(other, apply_grain, [&](int c0, int cn) {
+    T* Wc = W + std::size_t(nb) * c0;
+    T* Xc = X ? X + std::size_t(nb) * c0 : nullptr;
+    if (side == 'L') {  // W = V^T C, W = T^T W, C -= V W
+      T* Cc = C + std::size_t(c0) * ldc;
+      be.gemm(lane, 'T', 'N', nb, cn, h, T(1), V, ldv, Cc, ldc, T(0), Wc, nb);
+      const T* TW = be.t_mult(lane, 'L', 'T', nb, cn, Tm, ldt, Wc, Xc);
+      be.gemm(lane, 'N', 'N', h, cn, nb, T(-1), V, ldv, TW, nb, T(1), Cc, ldc);
+    } else {  // W = C V, W = W T, C -= W V^T
+      T* Cc = C + c0;
+      be.gemm(lane, 'N', 'N', cn, nb, h, T(1), Cc, ldc, V, ldv, T(0), Wc, cn);
+      const T* WT = be.t_mult(lane, 'R', 'N', cn, nb, Tm, ldt, Wc, Xc);
+      be.gemm(lane, 'N', 'T', cn, h, nb, T(-1), WT, cn, V, ldv, T(1), Cc, ldc);
+    }
+  });
 }
 
 // [Ctop Cbot] := [Ctop Cbot] H (Ctop nrows x nb, Cbot nrows x hb), H as in apply_left. W: nrows x
@@ -112,13 +128,18 @@ template <class B, class T>
 void apply_right(B& be, int lane, int nrows, int nb, int hb, const T* V, int ldv, const T* Tm,
                  int ldt, T* Ctop, int ldct, T* Cbot, int ldcb, T* W, bool top_identity = false) {
   if (nrows <= 0 || nb <= 0) return;
-  be.copy(lane, nrows, nb, Ctop, ldct, W, nrows);
-  if (!top_identity) be.trmm(lane, 'R', 'L', 'N', 'U', nrows, nb, T(1), V, ldv, W, nrows);
-  if (hb > 0) be.gemm(lane, 'N', 'N', nrows, nb, hb, T(1), Cbot, ldcb, V + nb, ldv, T(1), W, nrows);
-  be.trmm(lane, 'R', 'U', 'N', 'N', nrows, nb, T(1), Tm, ldt, W, nrows);
-  if (hb > 0) be.gemm(lane, 'N', 'T', nrows, hb, nb, T(-1), W, nrows, V + nb, ldv, T(1), Cbot, ldcb);
-  if (!top_identity) be.trmm(lane, 'R', 'L', 'T', 'U', nrows, nb, T(1), V, ldv, W, nrows);
-  be.sub(lane, nrows, nb, W, nrows, Ctop, ldct);
+  be.split(nrows, apply_grain, [&](int r0, int rn) {  // rows of C, W's elements nb * r0.. (ld rn)
+    T* Wc = W + std::size_t(nb) * r0;
+    T* Ct = Ctop + r0;
+    T* Cb = Cbot + r0;
+    be.copy(lane, rn, nb, Ct, ldct, Wc, rn);
+    if (!top_identity) be.trmm(lane, 'R', 'L', 'N', 'U', rn, nb, T(1), V, ldv, Wc, rn);
+    if (hb > 0) be.gemm(lane, 'N', 'N', rn, nb, hb, T(1), Cb, ldcb, V + nb, ldv, T(1), Wc, rn);
+    be.trmm(lane, 'R', 'U', 'N', 'N', rn, nb, T(1), Tm, ldt, Wc, rn);
+    if (hb > 0) be.gemm(lane, 'N', 'T', rn, hb, nb, T(-1), Wc, rn, V + nb, ldv, T(1), Cb, ldcb);
+    if (!top_identity) be.trmm(lane, 'R', 'L', 'T', 'U', rn, nb, T(1), V, ldv, Wc, rn);
+    be.sub(lane, rn, nb, Wc, rn, Ct, ldct);
+  });
 }
 
 // R's columns [j_first, m) hold an upper triangle plus `band` subdiagonals within rows [0, L)
