@@ -5,7 +5,7 @@
 //
 // Layout of the work: a group of P lanes (P = the next power of two >= n, or n itself where that
 // packs more groups into a warp: packed_group; a group never spans two warps, so warp intrinsics
-// with the group's mask serve as its barrier) holds one matrix, lane
+// serve as its barrier) holds one matrix, lane
 // i its row i in registers r[0..n-1]. `pos` is the row's current place in LAPACK's row order: the
 // pivot search takes the first place of largest |a| among places >= k, as IxAMAX does on the
 // swapped matrix, and a swap only exchanges two lanes' pos (lazy swaps); each row is written once,
@@ -162,11 +162,23 @@ struct group {
   static constexpr int L = packed ? N : P;  // lanes a group
   static constexpr int per_warp = 32 / L;
   static constexpr int per_block = threads_per_block / 32 * per_warp;  // matrices per block
+  // Sub-warp groups of a power of two lanes keep every lane of the warp in every step, also
+  // those of groups past the batch's end (they hold zeros and store nothing), so that the warp
+  // intrinsics name the whole warp by a constant mask: with a group's mask, a run-time value, the
+  // compiler put a MATCH.ANY, a REDUX.OR and a vote before each batch of shuffles. H100, 2^20
+  // matrices, ms: single LU n = 3 / 8 / 12 0.0671 / 0.251 / 0.702 -> 0.0483 / 0.235 / 0.640,
+  // inverse n = 6 / 13 0.219 / 0.869 -> 0.177 / 0.702; double LU n = 13 / 15 1.224 / 1.588 ->
+  // 1.066 / 1.371, inverse n = 2 / 8 0.055 / 0.406 -> 0.032 / 0.363. With packed groups (whose
+  // idle lanes then ran too) the LU was 2-23% slower, and with whole-warp groups (their mask is a
+  // constant anyway) the single LU at n = 32 27% slower: those leave early, as before
+  // (docs/results/2026-11-24-batched-split-search-h100.md).
+  static constexpr bool whole = !packed && P < 32;  // groups of P lanes fill the warp: none idle
   int lane, g, base, gid;
   long long b;
-  unsigned mask;
-  unsigned live;  // the warp's lanes in groups that hold a matrix (for full-warp reductions)
-  bool active;  // lane < N: holds a row
+  unsigned mask;  // the group's lanes (the whole warp where `whole`)
+  unsigned live_lanes;  // the warp's lanes in groups that hold a matrix (all of it where `whole`)
+  bool live;    // this lane's group holds a matrix of the batch
+  bool active;  // live and lane < N: holds a row
   bool idle;    // beyond the warp's last whole group (packed groups only)
   // Called by every thread of the block (blocks are whole warps), before any returns.
   __device__ explicit group(long long count) {
@@ -177,9 +189,18 @@ struct group {
     idle = w >= per_warp * L;
     g = static_cast<int>(threadIdx.x) / 32 * per_warp + gid;
     b = static_cast<long long>(blockIdx.x) * per_block + g;
-    mask = idle ? 0u : (L == 32 ? 0xFFFFFFFFu : ((1u << L) - 1u) << base);
-    active = lane < N;
-    live = __ballot_sync(0xFFFFFFFFu, !idle && b < count);
+    live = !idle && b < count;
+    active = (live || !whole) && lane < N;  // groups that do not keep the warp leave when not live
+    mask = whole || L == 32 ? 0xFFFFFFFFu : idle ? 0u : ((1u << L) - 1u) << base;
+    live_lanes = whole ? 0xFFFFFFFFu : __ballot_sync(0xFFFFFFFFu, live);
+  }
+  // Whether this lane leaves at once: a group past the batch's end, or idle lanes, where the
+  // group does not keep the whole warp.
+  __device__ bool leaves() const { return !whole && !live; }
+  // This group's matrix in m, or none for a group past the batch's end that stays.
+  template <class Batch>
+  __device__ auto matrix(const Batch& m) const {
+    return whole && !live ? nullptr : matrix_of(m, b);
   }
   // The value v of the group's lane src.
   template <class V>
@@ -335,7 +356,7 @@ __device__ __forceinline__ void find_pivot(const group<T, N>& grp, const T (&r)[
   const key_t key = (grp.active && pos >= k) ? abs_key(r[k]) : key_t(0);
   const auto idx = static_cast<unsigned>(pos * 32 + grp.lane);
   unsigned w;
-  if constexpr (split_search<T, N>) w = split_argmax<group<T, N>::per_warp>(grp.live, grp.gid, key, idx);
+  if constexpr (split_search<T, N>) w = split_argmax<group<T, N>::per_warp>(grp.live_lanes, grp.gid, key, idx);
   else if constexpr (group<T, N>::packed) w = packed_argmax<group<T, N>::L>(grp.mask, grp.base, grp.lane, key, idx);
   else w = group_argmax<group<T, N>::P>(grp.mask, key, idx);
   plane = static_cast<int>(w & 31u);
@@ -421,8 +442,8 @@ __global__ void __launch_bounds__(threads_per_block, min_blocks<T, N>())
     getrf_kernel(gpu_batch<T> A, int* __restrict__ ipiv, int* __restrict__ info, long long count) {
   __shared__ shared_rows<T, N> s;
   const group<T, N> grp(count);
-  if (grp.idle || grp.b >= count) return;  // whole groups leave together, so the masks stay right
-  T* a = matrix_of(A, grp.b);
+  if (grp.leaves()) return;  // whole groups leave together, so the masks stay right
+  T* a = grp.matrix(A);
   T r[N] = {};
   load_row(grp, a, A.ld, r);
   int pos = grp.lane, inf = 0;
@@ -441,8 +462,8 @@ __global__ void __launch_bounds__(threads_per_block, min_blocks<T, N>())
     inverse_kernel(gpu_batch<T> A, gpu_batch<T> Ainv, int* __restrict__ info, long long count) {
   __shared__ shared_rows<T, N> s;
   const group<T, N> grp(count);
-  if (grp.idle || grp.b >= count) return;
-  const T* a = matrix_of(A, grp.b);
+  if (grp.leaves()) return;
+  const T* a = grp.matrix(A);
   T r[N] = {};
   load_row(grp, a, A.ld, r);
   int pos = grp.lane, inf = 0;
@@ -672,8 +693,8 @@ __global__ void __launch_bounds__(threads_per_block)
     getrs_kernel(int nrhs, gpu_batch<T> LU, const int* __restrict__ ipiv, gpu_batch<T> B, long long count) {
   __shared__ shared_rows<T, N> s;
   const group<T, N> grp(count);
-  if (grp.idle || grp.b >= count) return;
-  const T* lu = matrix_of(LU, grp.b);
+  if (grp.leaves()) return;
+  const T* lu = grp.matrix(LU);
   T r[N] = {};
   load_row(grp, lu, LU.ld, r);
   if (grp.active) s.piv[grp.g][grp.lane] = ipiv[grp.b * N + grp.lane];
@@ -690,9 +711,9 @@ __global__ void __launch_bounds__(threads_per_block)
   int src_lane[N];
 #pragma unroll
   for (int k = 0; k < N; ++k) src_lane[k] = k;
-  T* b = matrix_of(B, grp.b);
+  T* b = grp.matrix(B);
   for (int c = 0; c < nrhs; ++c) {
-    T* col = b + static_cast<long long>(c) * B.ld;
+    T* col = b ? b + static_cast<long long>(c) * B.ld : nullptr;
     T x = grp.active ? col[grp.lane] : T(0);
     // Place the entry: row lane of B lands at place pos, held by lane pos.
     T* stage = s.row[grp.g][c & 1];
@@ -710,22 +731,24 @@ __global__ void __launch_bounds__(threads_per_block)
                 long long count) {
   __shared__ shared_rows<T, N> s;
   const group<T, N> grp(count);
-  if (grp.idle || grp.b >= count) return;
-  T* a = matrix_of(A, grp.b);
+  if (grp.leaves()) return;
+  T* a = grp.matrix(A);
   T r[N] = {};
   load_row(grp, a, A.ld, r);
   int pos = grp.lane, inf = 0;
   int piv_lane[N];
   lu_in_registers<T, N, true>(grp, s, r, pos, inf, piv_lane);
   store_lu(grp, s, a, A.ld, r, pos, inf, ipiv, info);
-  if (inf != 0) return;  // LAPACK's GESV leaves B alone for a singular A (inf is the group's)
-  T* b = matrix_of(B, grp.b);
+  // LAPACK's GESV leaves B alone for a singular A (inf is the group's); such a group still takes
+  // part in the substitution's shuffles, on zeros.
+  const bool solve = grp.active && inf == 0;
+  T* b = solve ? matrix_of(B, grp.b) : nullptr;
   for (int c = 0; c < nrhs; ++c) {
-    T* col = b + static_cast<long long>(c) * B.ld;
+    T* col = solve ? b + static_cast<long long>(c) * B.ld : nullptr;
     // Lane i holds row i of B, which is (PB)'s entry at place pos: the rows never move.
-    T y = grp.active ? col[grp.lane] : T(0);
+    T y = solve ? col[grp.lane] : T(0);
     y = substitute(grp, r, pos, piv_lane, y);
-    if (grp.active) col[pos] = y;
+    if (solve) col[pos] = y;
   }
 }
 
