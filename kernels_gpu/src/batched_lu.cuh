@@ -252,41 +252,50 @@ __device__ __forceinline__ unsigned packed_argmax(unsigned mask, int base, int l
 }
 
 // group_argmax for the G groups of a warp by full-warp redux.sync, once per group: group q's
-// lanes bring their keys, every other lane 0 (redux.sync over one group's sub-warp mask gave
-// wrong pivots, above). 32-bit keys: the maximum, then the smallest index that holds it.
-template <int G>
-__device__ __forceinline__ unsigned split_argmax(unsigned live, int gid, std::uint32_t key, unsigned idx) {
-  unsigned m = 0, w = 0;
+// lanes bring their values, every other lane a neutral one (redux.sync over one group's sub-warp
+// mask gave wrong pivots, above); each lane keeps its own group's result.
+struct redux_max {
+  __device__ unsigned operator()(unsigned mask, unsigned v) const { return __reduce_max_sync(mask, v); }
+};
+struct redux_min {
+  __device__ unsigned operator()(unsigned mask, unsigned v) const { return __reduce_min_sync(mask, v); }
+};
+template <int G, class Reduce>
+__device__ __forceinline__ unsigned per_group(unsigned mask, int gid, unsigned v, unsigned neutral, Reduce reduce) {
+  unsigned mine = 0;
 #pragma unroll
   for (int q = 0; q < G; ++q) {
-    const unsigned r = __reduce_max_sync(live, gid == q ? key : 0u);
-    if (gid == q) m = r;
+    const unsigned r = reduce(mask, gid == q ? v : neutral);
+    if (gid == q) mine = r;
   }
-#pragma unroll
-  for (int q = 0; q < G; ++q) {
-    const unsigned r = __reduce_min_sync(live, gid == q && key == m ? idx : 1023u);
-    if (gid == q) w = r;
-  }
-  return w;
+  return mine;
 }
-// 64-bit keys: the high words' maximum, then the low words' among the lanes that hold it.
+// 32-bit keys: the maximum, then the smallest index that holds it.
 template <int G>
-__device__ __forceinline__ unsigned split_argmax(unsigned live, int gid, std::uint64_t key, unsigned idx) {
+__device__ __forceinline__ unsigned split_argmax(unsigned mask, int gid, std::uint32_t key, unsigned idx) {
+  const unsigned m = per_group<G>(mask, gid, key, 0u, redux_max{});
+  return per_group<G>(mask, gid, key == m ? idx : 1023u, 1023u, redux_min{});
+}
+// 64-bit keys: the high words' maximum, then the low words' among the lanes that hold it. Written
+// out: through per_group the double LU of the packed orders 9 and 10 compiled 4% slower (H100,
+// 0.529 / 0.615 against 0.552 / 0.639 ms).
+template <int G>
+__device__ __forceinline__ unsigned split_argmax(unsigned mask, int gid, std::uint64_t key, unsigned idx) {
   const auto hi = static_cast<unsigned>(key >> 32), lo = static_cast<unsigned>(key);
   unsigned mh = 0, ml = 0, w = 0;
 #pragma unroll
   for (int q = 0; q < G; ++q) {
-    const unsigned r = __reduce_max_sync(live, gid == q ? hi : 0u);
+    const unsigned r = __reduce_max_sync(mask, gid == q ? hi : 0u);
     if (gid == q) mh = r;
   }
 #pragma unroll
   for (int q = 0; q < G; ++q) {
-    const unsigned r = __reduce_max_sync(live, gid == q && hi == mh ? lo : 0u);
+    const unsigned r = __reduce_max_sync(mask, gid == q && hi == mh ? lo : 0u);
     if (gid == q) ml = r;
   }
 #pragma unroll
   for (int q = 0; q < G; ++q) {
-    const unsigned r = __reduce_min_sync(live, gid == q && hi == mh && lo == ml ? idx : 1023u);
+    const unsigned r = __reduce_min_sync(mask, gid == q && hi == mh && lo == ml ? idx : 1023u);
     if (gid == q) w = r;
   }
   return w;
