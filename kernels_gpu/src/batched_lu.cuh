@@ -47,10 +47,13 @@ inline constexpr bool packed_group = N > 2 && 32 / N > 32 / group_size<N>() && (
 // Blocks an SM should hold at once: the largest double kernels are held to the registers that
 // five blocks leave each thread (96, 8 bytes spilled), so that more warps hide the loads' latency.
 // H100, 2^20 matrices, double, n = 32: LU 9.63 ms at 102 registers, 7.77 ms at 96, 8.37 ms at 80
-// (six blocks, 472 bytes spilled); the inverse 12.25 / 12.12 / 13.31 ms.
+// (six blocks, 472 bytes spilled); the inverse 12.25 / 12.12 / 13.31 ms. The single kernels of
+// orders 11-16 are held to twelve blocks (40 registers): LU 3-7% faster (n = 13 / 16 0.735 /
+// 0.914 -> 0.685 / 0.851 ms), the inverse within 2%; sixteen blocks were no better, and in double
+// any such bound spilled (up to 4x slower at n = 13-16).
 template <class T, int N>
 constexpr int min_blocks() {
-  return sizeof(T) == 8 && N > 24 ? 5 : 1;
+  return sizeof(T) == 8 && N > 24 ? 5 : sizeof(T) == 4 && N >= 11 && N <= 16 ? 12 : 1;
 }
 
 // Whole-warp groups (n > 16) send the pivot row by shuffles: every lane needs all of it each step,
