@@ -98,9 +98,9 @@ struct updatable<T>::impl {
   decltype(auto) visit(F&& f) const {
     return std::visit(std::forward<F>(f), const_cast<impl*>(this)->st);
   }
-  // visit for the updates, copies and solves: on the CPUs with BLAS single-threaded for the
-  // duration (host_backend::split parallelizes; OpenBLAS's own threads, left spinning between
-  // calls, took cores from the pieces).
+  // visit for the updates: on the CPUs with BLAS single-threaded for the duration
+  // (host_backend::split parallelizes; OpenBLAS's own threads, left spinning between calls, took
+  // cores from the pieces). The solve's one TRSM keeps OpenBLAS's threads.
   template <class F>
   decltype(auto) run(F&& f) const {
     std::optional<blas::blas_threads> one;
@@ -358,7 +358,7 @@ void updatable<T>::solve(matrix_ref<T> x) const {
   check::require_ptr(fn, "x", x.data);
   check::require_ge(fn, "x.ld", x.ld, "cols", m);
   require_host<T>(fn, "x", x);
-  _s->run([&](auto& st) {
+  _s->visit([&](auto& st) {
     auto& be = st.be;
     be.ensure(st.work_r, std::size_t(m) * nr);
     be.copy(detail::lane_r, m, nr, st.D(0, 0), st.ldd, st.work_r.data(), m);
@@ -380,7 +380,7 @@ void updatable<T>::copy_r(matrix_ref<T> r) const {
   check::require_ptr(fn, "r", r.data);
   check::require_ge(fn, "r.ld", r.ld, "cols", m);
   require_host<T>(fn, "r", r);
-  _s->run([&](auto& st) {
+  _s->visit([&](auto& st) {
     st.be.sync();
     st.be.download(detail::lane_r, m, m, st.R(0, 0), st.ldr, r.data, r.ld);
   });
@@ -396,7 +396,7 @@ void updatable<T>::copy_q(matrix_ref<T> q) const {
   check::require_ptr(fn, "q", q.data);
   check::require_ge(fn, "q.ld", q.ld, "rows", n);
   require_host<T>(fn, "q", q);
-  _s->run([&](auto& st) {
+  _s->visit([&](auto& st) {
     st.be.sync();
     st.be.download(detail::lane_q, n, qc, st.Q(0, 0), st.ldq, q.data, q.ld);
   });
@@ -412,7 +412,7 @@ void updatable<T>::copy_qtb(matrix_ref<T> qtb) const {
   check::require_ptr(fn, "qtb", qtb.data);
   check::require_ge(fn, "qtb.ld", qtb.ld, "qtb.rows", dr);
   require_host<T>(fn, "qtb", qtb);
-  _s->run([&](auto& st) {
+  _s->visit([&](auto& st) {
     st.be.sync();
     st.be.download(detail::lane_r, dr, nr, st.D(0, 0), st.ldd, qtb.data, qtb.ld);
   });
