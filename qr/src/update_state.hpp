@@ -295,10 +295,13 @@ void givens_update(update_state<B, T>& st, const kernels::givens_plan& plan, T* 
         be.copy(lane_d, rt, st.nrhs, st.work_d.data(), bw, st.D(g0, 0), st.ldd);
       }
       if (st.qcols() > 0) {
-        // Q(:, g0 : g0 + rt) := Q(:, ...) B_t^T = Q(:, ...) S_t, so that Q R stays A.
-        be.gemm(lane_q, 'N', 'N', st.n, rt, rt, T(1), st.Q(0, g0), st.ldq, St, bw, T(0),
-                st.work_q.data(), st.n);
-        be.copy(lane_q, st.n, rt, st.work_q.data(), st.n, st.Q(0, g0), st.ldq);
+        // Q(:, g0 : g0 + rt) := Q(:, ...) B_t^T = Q(:, ...) S_t, so that Q R stays A; on the CPUs
+        // in pieces of Q's rows, each product and its copy back together.
+        be.split(st.n, apply_grain, [&](int r0, int rn) {
+          T* Wq = st.work_q.data() + r0;
+          be.gemm(lane_q, 'N', 'N', rn, rt, rt, T(1), st.Q(r0, g0), st.ldq, St, bw, T(0), Wq, st.n);
+          be.copy(lane_q, rn, rt, Wq, st.n, st.Q(r0, g0), st.ldq);
+        });
       }
     }
   }
