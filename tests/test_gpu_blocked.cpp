@@ -183,7 +183,7 @@ TEST_CASE_TEMPLATE("blocked_qr_gpu: argument errors name the argument", T, float
   CHECK_MESSAGE(contains(e = message(m, n, a.data(), m, nb, blocked(nb, 33)), "ib = 33"), e);
   CHECK_MESSAGE(contains(e = message(m, n, a.data(), m - 1, nb, blocked(nb, 32)), "lda"), e);
   CHECK_MESSAGE(contains(e = message(m, n, a.data(), m, nb - 1, blocked(nb, 32)), "ldt"), e);
-  CHECK_MESSAGE(contains(e = message(m, n, a.data(), m, nb, blocked(nb, 32, -1)), "bulk_columns = -1"), e);
+  CHECK_MESSAGE(contains(e = message(m, n, a.data(), m, nb, blocked(nb, 32, -2)), "bulk_columns = -2"), e);
   CHECK_MESSAGE(contains(e = message(m, n, a.data(), m, nb, blocked(nb, 32, 0, -2)), "lookahead = -2"), e);
   CHECK_MESSAGE(contains(e = message(m, n, nullptr, m, nb, blocked(nb, 32)), "A is null"), e);
   CHECK(bitwise_equal(a, std::vector<T>(std::size_t(m) * n, T(1))));

@@ -110,9 +110,8 @@ choice choose(int m, int n, const options& o, bool gpu) {
     c.nb = o.nb > 0 ? o.nb : c.full_t ? default_full_t_nb(n) : default_blocked_nb(n);
     c.ib = o.ib > 0 ? o.ib : std::min(32, c.nb);
     c.lookahead = o.lookahead > 0 ? o.lookahead : default_blocked_lookahead(n);
-    const blocked_options defaults;
-    c.bulk_columns = o.bulk_columns >= 0 ? o.bulk_columns : defaults.bulk_columns;
-    c.chunked_steps = o.chunked_steps >= 0 ? o.chunked_steps : defaults.chunked_steps;
+    c.bulk_columns = o.bulk_columns >= 0 ? o.bulk_columns : default_bulk_columns(n);
+    c.chunked_steps = o.chunked_steps >= 0 ? o.chunked_steps : default_chunked_steps(n);
   } else {
     c.nb = o.nb > 0 ? o.nb : c.on == target::hybrid ? default_gpu_tile_size(n) : default_cpu_tile_size(n);
     c.ib = o.ib > 0 ? o.ib : tile_ib(c.nb);

@@ -19,11 +19,11 @@ struct blocked_options {
   int nb = 0;                // panel width; 0: default_blocked_nb(n)
   int ib = 32;               // columns the panel kernel factors one at a time (<= 32)
   int lookahead = 0;         // column blocks updated ahead of the bulk; 0: default_blocked_lookahead(n)
-  // The first chunked_steps steps' bulk updates in tasks of bulk_columns column blocks each, so
-  // that they start on the columns already on the device while the rest are on their way (4 and
-  // 4 measured best, docs/architecture.md); later steps: one task for all. 0: one task throughout.
-  int bulk_columns = 4;
-  int chunked_steps = 4;
+  // The first chunked_steps steps' bulk updates in tasks of bulk_columns column blocks each (later
+  // steps: one task for all; 0: one task throughout; -1: default_bulk_columns(n) and
+  // default_chunked_steps(n)).
+  int bulk_columns = -1;
+  int chunked_steps = -1;
   // A and T are device pointers: factored in place on the device, nothing copied either way.
   bool device_matrix = false;
 };
@@ -37,6 +37,13 @@ int default_full_t_nb(int n) noexcept;
 
 // Column blocks updated ahead of the bulk when none is given (measured: docs/architecture.md).
 int default_blocked_lookahead(int n) noexcept;
+
+// How the bulk update is split when nothing is given (measured: docs/architecture.md, "Bulk
+// splitting"): below n = 16384 the first 4 steps in tasks of 4 column blocks, so that they start on
+// the columns already on the device while the rest are on their way; from 16384 every step in
+// tasks of 8, so that the GPU's streams turn over sooner.
+int default_bulk_columns(int n) noexcept;
+int default_chunked_steps(int n) noexcept;
 
 // A (m x n, lda, m >= n, column-major) := R on and above the diagonal and V below it; T (nb x n,
 // ldt >= min(nb, n)) := the panels' T side by side, exactly as LAPACK xGEQRT(m, n, nb, A, lda, T,
