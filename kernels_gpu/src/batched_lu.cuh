@@ -50,10 +50,17 @@ inline constexpr bool packed_group = N > 2 && 32 / N > 32 / group_size<N>() && (
 // (six blocks, 472 bytes spilled); the inverse 12.25 / 12.12 / 13.31 ms. The single kernels of
 // orders 11-16 are held to twelve blocks (40 registers): LU 3-7% faster (n = 13 / 16 0.735 /
 // 0.914 -> 0.685 / 0.851 ms), the inverse within 2%; sixteen blocks were no better, and in double
-// any such bound spilled (up to 4x slower at n = 13-16).
+// any such bound spilled (up to 4x slower at n = 13-16). The whole-warp orders below 32 likewise
+// (docs/results/2026-11-24-batched-occupancy-h100.md; medians of 2-4 runs): single 17-31 at eight
+// blocks (64 registers, no spills; they had 62-96), LU up to 13% faster (n = 26 / 31 3.164 / 4.182
+// -> 2.775 / 3.686 ms), the inverse up to 3%; double 17-19 at eight (40-48 bytes spilled), LU
+// and inverse 5-10% faster at 18-19 (n = 19 3.271 / 4.277 -> 2.946 / 3.973 ms); double 20-24 at
+// six (80 registers), the inverse 6-15% faster (n = 22 6.141 -> 5.234 ms), the LU up to 7%, where
+// eight blocks made the LU up to 6% slower.
 template <class T, int N>
 constexpr int min_blocks() {
-  return sizeof(T) == 8 && N > 24 ? 5 : sizeof(T) == 4 && N >= 11 && N <= 16 ? 12 : 1;
+  if constexpr (sizeof(T) == 8) return N > 24 ? 5 : N > 19 ? 6 : N > 16 ? 8 : 1;
+  else return N > 16 && N < 32 ? 8 : N >= 11 && N <= 16 ? 12 : 1;
 }
 
 // Whole-warp groups (n > 16) send the pivot row by shuffles: every lane needs all of it each step,
