@@ -56,10 +56,13 @@ inline constexpr bool packed_group = N > 2 && 32 / N > 32 / group_size<N>() && (
 // -> 2.775 / 3.686 ms), the inverse up to 3%; double 17-19 at eight (40-48 bytes spilled), LU
 // and inverse 5-10% faster at 18-19 (n = 19 3.271 / 4.277 -> 2.946 / 3.973 ms); double 20-24 at
 // six (80 registers), the inverse 6-15% faster (n = 22 6.141 -> 5.234 ms), the LU up to 7%, where
-// eight blocks made the LU up to 6% slower.
+// eight blocks made the LU up to 6% slower. Below, double 13-16 at eight blocks (64 registers; they
+// had 62-78): LU up to 8% faster at 14-16 (n = 16 1.578 -> 1.447 ms), inverse 2-4%; double 11-12 at
+// ten (48, 8-56 bytes spilled): 1-3% faster. Single 6-10 at sixteen blocks and 11-16 at sixteen,
+// double 5-10 at ten: no gain (up to 9% slower).
 template <class T, int N>
 constexpr int min_blocks() {
-  if constexpr (sizeof(T) == 8) return N > 24 ? 5 : N > 19 ? 6 : N > 16 ? 8 : 1;
+  if constexpr (sizeof(T) == 8) return N > 24 ? 5 : N > 19 ? 6 : N > 12 ? 8 : N > 10 ? 10 : 1;
   else return N > 16 && N < 32 ? 8 : N >= 11 && N <= 16 ? 12 : 1;
 }
 
