@@ -29,11 +29,13 @@ double max_rel(const std::vector<T>& a, const std::vector<T>& b) {
   return s > 0 ? d / s : d;
 }
 
+// The strip's entries are uniform in (-scale, scale).
 template <class T>
-void check_plan(int L, int p, int base) {
+void check_plan(int L, int p, int base, double scale = 1) {
   CAPTURE(L);
   CAPTURE(p);
   CAPTURE(base);
+  CAPTURE(scale);
   std::uniform_real_distribution<double> u(-1, 1);
   tessera::kernels::givens_plan plan;
   plan.L = L;
@@ -47,7 +49,7 @@ void check_plan(int L, int p, int base) {
   for (int j = 0; j < p; ++j)
     for (int i = 0; i < ldx; ++i)
       X[i + std::size_t(j) * ldx] =
-          i >= L ? T(-777.25) : i <= std::min(L - 1, base + j) ? T(u(tessera::testing::gpu::rng())) : T(0);
+          i >= L ? T(-777.25) : i <= std::min(L - 1, base + j) ? T(u(tessera::testing::gpu::rng()) * scale) : T(0);
   std::vector<T> Xc = X, cs_c(plan.cs_size(), T(0));
   tessera::kernels::givens_generate(plan, Xc.data(), ldx, cs_c.data());
   std::vector<T> S_c(std::max<std::size_t>(plan.blocks_size(), 1));
@@ -98,5 +100,22 @@ TEST_CASE("givens sweeps on the GPU: the strip, the rotations and the blocks as 
         {200, 40, 150}, {300, 64, 236}}) {
     check_plan<double>(L, p, base);
     check_plan<float>(L, p, base);
+  }
+}
+
+// In double the GPU makes its rotations with a reciprocal hypot, and with divisions where that
+// would overflow or be subnormal: subnormal entries, and entries whose hypot passes 1 / (the
+// smallest normal number), take the divisions; both paths agree with the CPUs' (a mutant that
+// always took the reciprocal failed here with inf).
+TEST_CASE("givens sweeps on the GPU: entries near underflow and overflow, as on the CPUs") {
+  for (auto [L, p, base] : {std::tuple{2, 1, 1}, {3, 2, 2}, {40, 5, 35}, {90, 31, 60}, {200, 40, 150}}) {
+    check_plan<double>(L, p, base, 1e-310);
+    check_plan<float>(L, p, base, 1e-40);
+    check_plan<double>(L, p, base, 1e-300);
+    check_plan<float>(L, p, base, 1e-30);
+  }
+  for (auto [L, p, base] : {std::tuple{2, 1, 1}, {3, 2, 2}, {3, 1, 2}}) {
+    check_plan<double>(L, p, base, 1e308);
+    check_plan<float>(L, p, base, 1e38);
   }
 }
