@@ -50,16 +50,10 @@ inline constexpr bool packed_group = N > 2 && 32 / N > 32 / group_size<N>() && (
 // (six blocks, 472 bytes spilled); the inverse 12.25 / 12.12 / 13.31 ms. The single kernels of
 // orders 11-16 are held to twelve blocks (40 registers): LU 3-7% faster (n = 13 / 16 0.735 /
 // 0.914 -> 0.685 / 0.851 ms), the inverse within 2%; sixteen blocks were no better, and in double
-// any such bound spilled (up to 4x slower at n = 13-16). The whole-warp orders below 32 likewise
-// (docs/results/2026-11-24-batched-occupancy-h100.md; medians of 2-4 runs): single 17-31 at eight
-// blocks (64 registers, no spills; they had 62-96), LU up to 13% faster (n = 26 / 31 3.164 / 4.182
-// -> 2.775 / 3.686 ms), the inverse up to 3%; double 17-19 at eight (40-48 bytes spilled), LU
-// and inverse 5-10% faster at 18-19 (n = 19 3.271 / 4.277 -> 2.946 / 3.973 ms); double 20-24 at
-// six (80 registers), the inverse 6-15% faster (n = 22 6.141 -> 5.234 ms), the LU up to 7%, where
-// eight blocks made the LU up to 6% slower. Below, double 13-16 at eight blocks (64 registers; they
-// had 62-78): LU up to 8% faster at 14-16 (n = 16 1.578 -> 1.447 ms), inverse 2-4%; double 11-12 at
-// ten (48, 8-56 bytes spilled): 1-3% faster. Single 6-10 at sixteen blocks and 11-16 at sixteen,
-// double 5-10 at ten: no gain (up to 9% slower).
+// twelve blocks spilled (up to 4x slower at n = 13-16). Elsewhere a per-order bound where it
+// measured faster (docs/results/2026-11-24-batched-occupancy-h100.md): single 17-31 and double
+// 13-19 at eight blocks, double 20-24 at six, 11-12 at ten (single LU up to 13% faster, double
+// inverse up to 15%); single 6-16 at sixteen blocks and double 5-10 at ten gained nothing.
 template <class T, int N>
 constexpr int min_blocks() {
   if constexpr (sizeof(T) == 8) return N > 24 ? 5 : N > 19 ? 6 : N > 12 ? 8 : N > 10 ? 10 : 1;

@@ -19,7 +19,6 @@
 #include <tbb/task_arena.h>
 
 #include "tessera/kernels_cpu/blas.hpp"
-#include "tessera/kernels_cpu/blas_threads.hpp"
 #include "tessera/kernels_cpu/check.hpp"
 #include "tessera/kernels_cpu/givens.hpp"
 
@@ -37,10 +36,11 @@ struct host_backend {
   };
   static constexpr bool on_gpu = false;
 
-  // f(first, count) over [0, n), in pieces of at least `grain` run in parallel on the CPUs, BLAS
-  // single-threaded inside: the updates' applies are many mid-sized BLAS calls (64 x 564 x 1000),
-  // where OpenBLAS's own threads cost more than they gained on 16 cores (deleting 500 columns at
-  // 2000 of 6000 x 3000, R only: docs/results/2026-11-24-cpu-update-split.md).
+  // f(first, count) over [0, n), in pieces of at least `grain` run in parallel on the CPUs: the
+  // updates' applies are many mid-sized BLAS calls (64 x 564 x 1000), where OpenBLAS's own
+  // threads cost more than they gained on 16 cores (docs/results/2026-11-24-cpu-update-split.md).
+  // The caller holds BLAS single-threaded (updatable's updates do, for their whole duration), so
+  // nested splits set no thread count from the pieces.
   template <class F>
   void split(int n, int grain, F&& f) {
     const int workers = tbb::this_task_arena::max_concurrency();
@@ -49,7 +49,6 @@ struct host_backend {
       f(0, n);
       return;
     }
-    const blas::blas_threads one(1);
     tbb::parallel_for(0, pieces, [&](int c) {
       const int a = static_cast<int>(static_cast<long long>(n) * c / pieces);
       const int b = static_cast<int>(static_cast<long long>(n) * (c + 1) / pieces);
