@@ -1,5 +1,6 @@
 // The GPU SSSMQR kernels (kernels_gpu/) against LAPACK on the host, float and double:
-// the full T against LARFT, gpu_tsmqr (also through gpu_sssmqr) and gpu_tsmqr_blocked against TPMQRT,
+// the full T against LARFT, gpu_tsmqr (also through gpu_sssmqr), gpu_tsmqr_blocked and gpu_tsmqr_fused
+// against TPMQRT,
 // gpu_sssmqr against a loop of TPMQRT over a panel factored by a chain of TPQRT (partial last
 // tile row, kk not a multiple of ib, odd column counts, both T layouts, prepared factors reused
 // over column ranges, A1 with its own leading dimension),
@@ -172,6 +173,42 @@ TEST_CASE_TEMPLATE("gpu_tsmqr (also as gpu_sssmqr) and gpu_tsmqr_blocked equal L
   MESSAGE("tsmqr: largest relative error " << worst);
 }
 
+TEST_CASE_TEMPLATE("gpu_tsmqr_fused equals LAPACK TPMQRT (kk <= 32, full T)", T, float, double) {
+  struct shape { int m, n, kk; };
+  double worst = 0;
+  // Several 16-column blocks and a partial one, rows past a 64-row tile, kk below 32, one row.
+  for (const shape s : {shape{500, 301, 32}, shape{37, 129, 32}, shape{100, 33, 20}, shape{5, 1, 3},
+                        shape{64, 16, 32}, shape{1, 40, 1}, shape{130, 47, 31}}) {
+    CAPTURE(s.m);
+    CAPTURE(s.n);
+    CAPTURE(s.kk);
+    tsqrt_factors<T> f(s.m, s.kk, s.kk);  // one block: Tb is the full T
+    mat<T> A1(s.kk + 4, s.n, 3), A2(s.m, s.n, 5);
+    A1.randomize();
+    A2.randomize();
+    mat<T> R1 = A1, R2 = A2;
+    REQUIRE(tpmqrt(s.m, s.n, s.kk, s.kk, f.V.data(), f.V.ld, f.Tb.data(), f.Tb.ld, R1.data(), R1.ld,
+                   R2.data(), R2.ld) == 0);
+    mat<T> Tn = f.Tb;  // T's lower part must not be read
+    for (int j = 0; j < s.kk; ++j)
+      for (int i = j + 1; i < s.kk; ++i) Tn(i, j) = std::numeric_limits<T>::quiet_NaN();
+    blas b;
+    dev<T> dV(f.V), dT(Tn), dA1(A1), dA2(A2);
+    gpu_tsmqr_fused<T>(s.m, s.n, s.kk, dA1.p, A1.ld, dA2.p, A2.ld, dV.p, f.V.ld, dT.p, Tn.ld, b.s);
+    b.sync();
+    mat<T> G1 = A1, G2 = A2;
+    dA1.get(G1);
+    dA2.get(G2);
+    const double e1 = rel_error(G1, R1, 0, s.kk), e2 = rel_error(G2, R2), tol = tolerance<T>(s.m + s.kk);
+    worst = std::max({worst, e1, e2});
+    CHECK(e1 <= tol);
+    CHECK(e2 <= tol);
+    CHECK(same_outside(G1, A1, 0, s.kk));
+    CHECK(same_outside(G2, A2, 0, s.m));
+  }
+  MESSAGE("tsmqr_fused: largest relative error " << worst);
+}
+
 // A tile column of step k as the hybrid QR sees it: the panel factored by a chain of TSQRTs
 // (R carried down), the trailing tile rows updated by a loop of TPMQRT on the host.
 TEST_CASE_TEMPLATE("gpu_sssmqr equals a loop of LAPACK TPMQRT down a panel", T, float, double) {
@@ -337,6 +374,12 @@ TEST_CASE("bad arguments are rejected by name, the handle's pointer mode is kept
         }).find("gpu_tsmqr: n = -1") != std::string::npos);
   CHECK(message([&] {
           gpu_tsmqr<double>(8, 8, 8, 4, p, 8, p, 7, p, 8, p, 4, p, buf.n, b.h);
+        }).find("lda2") != std::string::npos);
+  CHECK(message([&] {
+          gpu_tsmqr_fused<double>(8, 8, 33, p, 33, p, 8, p, 8, p, 33, b.s);
+        }).find("gpu_tsmqr_fused: kk = 33") != std::string::npos);
+  CHECK(message([&] {
+          gpu_tsmqr_fused<double>(8, 8, 4, p, 4, p, 7, p, 8, p, 4, b.s);
         }).find("lda2") != std::string::npos);
   CHECK(message([&] {
           gpu_sssmqr<double>(2, 8, 9, 8, 8, 4, p, 20, p, 20, p, 20, p, 4, 32, p, buf.n, b.h);

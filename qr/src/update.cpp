@@ -55,6 +55,16 @@ int panel_width(int given, target on, int delete_p = 0, bool q_kept = true, bool
   return on == target::gpu && delete_p >= 200 ? 128 : 64;
 }
 
+// Adding rows on the GPU: 32, so that each panel's reflectors go on in one kernel
+// (kernels::gpu_tsmqr_fused takes up to 32 columns) instead of apply_left's five calls. H100, R
+// only, two runs against 64: single 200 rows to 8000 x 3000 0.0064-0.0066 s against 0.0090-0.0094,
+// 500 rows to 14000 x 3000 0.0116-0.0119 against 0.0138-0.0141; double 200 rows 10% faster, 500
+// rows within 2% (docs/results/2026-11-24-insert-rows-fused-h100.md).
+int insert_rows_width(int given, target on, int otherwise) {
+  if (given > 0) return given;
+  return on == target::gpu ? 32 : otherwise;
+}
+
 template <class T>
 void require_host(const char* fn, const char* arg, matrix_ref<const T> a) {
   if (a.where != memory::host)
@@ -321,7 +331,10 @@ void updatable<T>::insert_rows(int k, matrix_ref<const T> u, matrix_ref<const T>
   check::require_ge(fn, "u.rows", p, "1", 1);
   require_shape(fn, "u", u, p, m);
   if (nr > 0) require_shape(fn, "bu", bu, p, nr);
-  _s->run([&](auto& st) { detail::insert_rows(st, k, u.data, u.ld, p, bu.data, bu.ld); });
+  const target on = _s->on;
+  _s->run([&](auto& st) {
+    detail::insert_rows(st, k, u.data, u.ld, p, bu.data, bu.ld, insert_rows_width(st.nb_given, on, st.nb));
+  });
 }
 
 template <class T>

@@ -161,6 +161,13 @@ struct host_backend {
         if (r > c) a = T(0);
       }
   }
+  // [Ctop; Cbot] := H^T [Ctop; Cbot] for V = [I; v] (v p x nb), T's lower part zero, in one
+  // call where the backend has one (the GPU's kernels::gpu_tsmqr_fused, nb <= 32); false: the
+  // caller applies it with apply_left's calls.
+  template <class T>
+  bool tp_apply(int, int, int, int, const T*, int, const T*, int, T*, int, T*, int) {
+    return false;
+  }
   template <class T>
   std::size_t panel_work_size(int, int n) const {
     return std::size_t(n) * std::size_t(n) + 1;
@@ -273,6 +280,9 @@ struct gpu_backend {
   void triu_copy(int lane, int nb, int below, const T* P, int ldp, T* R, int ldr);
   template <class T>
   void split_panel(int lane, int nb, int below, T* A, int lda, T* V, int ldv);
+  template <class T>
+  bool tp_apply(int lane, int nb, int p, int ncols, const T* v, int ldv, const T* Tm, int ldt, T* Ctop,
+                int ldct, T* Cbot, int ldcb);
   template <class T>
   std::size_t panel_work_size(int m, int n) const;
   template <class T>

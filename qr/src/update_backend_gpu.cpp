@@ -13,6 +13,7 @@
 #include "tessera/kernels_gpu/gpu_fill.hpp"
 #include "tessera/kernels_gpu/gpu_geqrt.hpp"
 #include "tessera/kernels_gpu/gpu_givens.hpp"
+#include "tessera/kernels_gpu/gpu_tsmqr.hpp"
 #include "tessera/sched/memory.hpp"
 #include "update_backend.hpp"
 
@@ -227,6 +228,14 @@ void gpu_backend::split_panel(int lane, int nb, int below, T* A, int lda, T* V, 
 }
 
 template <class T>
+bool gpu_backend::tp_apply(int lane, int nb, int p, int ncols, const T* v, int ldv, const T* Tm, int ldt,
+                           T* Ctop, int ldct, T* Cbot, int ldcb) {
+  if (nb > kernels::gpu_tsmqr_fused_max_kk) return false;
+  kernels::gpu_tsmqr_fused(p, ncols, nb, Ctop, ldct, Cbot, ldcb, v, ldv, Tm, ldt, _r->s[lane]);
+  return true;
+}
+
+template <class T>
 std::size_t gpu_backend::panel_work_size(int m, int n) const {
   return kernels::gpu_geqrt_workspace_size(m, n, std::min(n, kernels::gpu_geqrt_max_ib));
 }
@@ -293,6 +302,7 @@ void gpu_backend::download(int lane, int m, int n, const T* d, int ldd, T* h, in
   template void gpu_backend::identity<T>(int, int, T*, int);                                      \
   template void gpu_backend::triu_copy<T>(int, int, int, const T*, int, T*, int);                 \
   template void gpu_backend::split_panel<T>(int, int, int, T*, int, T*, int);                     \
+  template bool gpu_backend::tp_apply<T>(int, int, int, int, const T*, int, const T*, int, T*, int, T*, int); \
   template std::size_t gpu_backend::panel_work_size<T>(int, int) const;                           \
   template void gpu_backend::panel_qr<T>(int, int, int, T*, int, T*, int, T*, std::size_t);       \
   template void gpu_backend::givens_generate<T>(int, const kernels::givens_plan&, T*, int, T*);   \

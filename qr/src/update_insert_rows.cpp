@@ -8,13 +8,10 @@
 namespace tessera::qr::detail {
 
 template <class B, class T>
-void insert_rows(update_state<B, T>& st, int k, const T* u, int ldu, int p, const T* bu, int ldbu) {
+void insert_rows(update_state<B, T>& st, int k, const T* u, int ldu, int p, const T* bu, int ldbu, int nb) {
   auto& be = st.be;
-  const int n = st.n, m = st.m, nb = st.nb, n2 = n + p;
+  const int n = st.n, m = st.m, n2 = n + p;
   st.begin();
-  // The new rows on the device (or a host copy), p x m; their right-hand sides p x nrhs.
-  be.ensure(st.in_u, std::size_t(p) * m);
-  be.upload(lane_r, p, m, u, ldu, st.in_u.data(), p);
   const bool full = st.mode == q_mode::full;
   // Q' = [Q(0:k) 0; 0 I; Q(k:n) 0]: the extra columns at qc (n for full Q, cols for thin).
   const int qc = st.qcols();
@@ -52,6 +49,11 @@ void insert_rows(update_state<B, T>& st, int k, const T* u, int ldu, int p, cons
     st.adopt_r(n2);
   }
   st.n = n2;
+  // The panels side by side in one (nb + p) x (npanels nb) array Z: block t holds R's diagonal
+  // block t in its rows nb - jb .. nb (so that with the rows below it the panel is contiguous)
+  // and U's columns of block t in rows nb .. nb + p. U is then one matrix (ld nb + p) that each
+  // panel's reflectors update in place and the next panel is factored where it lies: no copies
+  // between the panels.
   const int npanels = (m + nb - 1) / nb, ldp = nb + p;
   be.ensure(st.panels, std::size_t(npanels) * ldp * nb);
   be.ensure(st.tmats, std::size_t(npanels) * nb * nb);
@@ -59,36 +61,40 @@ void insert_rows(update_state<B, T>& st, int k, const T* u, int ldu, int p, cons
   be.ensure(st.work_r, std::size_t(nb) * std::max(m, 1));
   if (st.nrhs > 0) be.ensure(st.work_d, std::size_t(nb) * st.nrhs);
   if (qc > 0) be.ensure(st.work_q, std::size_t(nb) * n2);
-  T* U = st.in_u.data();
+  T* Z = st.panels.data();
+  T* U = Z + nb;
+  be.upload(lane_r, p, m, u, ldu, U, ldp);
   for (int t = 0; t < npanels; ++t) {
     const int j0 = t * nb, jb = std::min(nb, m - j0);
-    T* P = st.panels.data() + std::size_t(t) * ldp * nb;
+    be.copy(lane_r, jb, jb, st.R(j0, j0), st.ldr, Z + std::size_t(j0) * ldp + (nb - jb), ldp);
+  }
+  for (int t = 0; t < npanels; ++t) {
+    const int j0 = t * nb, jb = std::min(nb, m - j0);
+    T* P = Z + std::size_t(j0) * ldp + (nb - jb);
     T* Tm = st.tmats.data() + std::size_t(t) * nb * nb;
-    be.copy(lane_r, jb, jb, st.R(j0, j0), st.ldr, P, ldp);
-    be.copy(lane_r, p, jb, U + std::size_t(j0) * p, p, P + jb, ldp);
     be.panel_qr(lane_r, jb + p, jb, P, ldp, Tm, nb, st.pwork.data(), st.pwork.size());
-    be.triu_copy(lane_r, jb, 0, P, ldp, st.R(j0, j0), st.ldr);
+    // Lanes D and Q read only the panel (its R home, its reflectors), which no later step touches.
+    be.dep(lane_r, lane_d);
+    if (qc > 0) be.dep(lane_r, lane_q);
     // V's top block is the identity, exactly: R's block is triangular, so each reflector is zero
     // in the R rows below its own (the seed's [I; 0; v]).
-    apply_left(be, lane_r, jb, p, m - j0 - jb, P, ldp, Tm, nb, st.R(j0, j0 + jb), st.ldr,
-               U + std::size_t(j0 + jb) * p, p, st.work_r.data(), true);
-    if (st.nrhs > 0) {
-      be.dep(lane_r, lane_d);
-      apply_left(be, lane_d, jb, p, st.nrhs, P, ldp, Tm, nb, st.D(j0, 0), st.ldd, dnew, lddnew,
-                 st.work_d.data(), true);
-    }
-    if (qc > 0) {
-      be.dep(lane_r, lane_q);
+    apply_left_tp(be, lane_r, jb, p, m - j0 - jb, P, ldp, Tm, nb, st.R(j0, j0 + jb), st.ldr,
+                  U + std::size_t(j0 + jb) * ldp, ldp, st.work_r.data());
+    // R's block goes home from lane D, off the panels' path.
+    be.triu_copy(lane_d, jb, 0, P, ldp, st.R(j0, j0), st.ldr);
+    if (st.nrhs > 0)
+      apply_left_tp(be, lane_d, jb, p, st.nrhs, P, ldp, Tm, nb, st.D(j0, 0), st.ldd, dnew, lddnew,
+                    st.work_d.data());
+    if (qc > 0)
       apply_right(be, lane_q, n2, jb, p, P, ldp, Tm, nb, st.Q(0, j0), st.ldq, st.Q(0, qc), st.ldq,
                   st.work_q.data(), true);
-    }
   }
   // Thin Q: the p extra columns were only needed during the update; Q' keeps cols columns.
   st.end();
 }
 
 #define TESSERA_INST(B, T) \
-  template void insert_rows<B, T>(update_state<B, T>&, int, const T*, int, int, const T*, int);
+  template void insert_rows<B, T>(update_state<B, T>&, int, const T*, int, int, const T*, int, int);
 TESSERA_UPDATE_INSTANTIATE(TESSERA_INST)
 
 }  // namespace tessera::qr::detail

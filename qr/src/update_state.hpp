@@ -95,6 +95,16 @@ void apply_left(B& be, int lane, int nb, int hb, int ncols, const T* V, int ldv,
   });
 }
 
+// apply_left with V = [I; v] (P: the panel, v = P + nb): one call where the backend has it
+// (B::tp_apply), apply_left's otherwise.
+template <class B, class T>
+void apply_left_tp(B& be, int lane, int nb, int p, int ncols, const T* P, int ldp, const T* Tm, int ldt,
+                   T* Ctop, int ldct, T* Cbot, int ldcb, T* W) {
+  if (ncols <= 0 || nb <= 0) return;
+  if (be.tp_apply(lane, nb, p, ncols, P + nb, ldp, Tm, ldt, Ctop, ldct, Cbot, ldcb)) return;
+  apply_left(be, lane, nb, p, ncols, P, ldp, Tm, ldt, Ctop, ldct, Cbot, ldcb, W, true);
+}
+
 // With V (h x nb, ldv) explicit, its unit diagonal and the zeros above it stored (as split_panel
 // leaves it), and C in one piece: side 'L', C (h x other, ldc) := H^T C; side 'R', C (other x h)
 // := C H. Two GEMMs and a product with T (LAPACK's LARFB) instead of apply_left's or
@@ -316,7 +326,7 @@ inline int givens_block_width(int p) { return p <= 128 ? 64 : 32; }
 template <class B, class T> void delete_columns(update_state<B, T>&, int k, int p, int nb);
 template <class B, class T> void insert_columns(update_state<B, T>&, int k, const T* u, int ldu, int p);
 template <class B, class T> void insert_rows(update_state<B, T>&, int k, const T* u, int ldu, int p,
-                                             const T* bu, int ldbu);
+                                             const T* bu, int ldbu, int nb);
 template <class B, class T> void delete_rows(update_state<B, T>&, int k, int p);
 template <class B, class T> void rank_update(update_state<B, T>&, const T* u, int ldu, const T* v,
                                              int ldv, int r);

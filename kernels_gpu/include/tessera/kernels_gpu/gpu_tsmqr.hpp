@@ -11,6 +11,8 @@
 // row; use gpu_sssmqr_prepare / gpu_sssmqr_apply to build the factors once and reuse them.
 // gpu_tsmqr_blocked is LAPACK's ib-blocked sequence on cuBLAS (kk/ib rounds with inner dimension
 // ib, TRMM by T_jj), kept as the baseline.
+#include <cuda_runtime.h>
+
 #include <tessera/kernels_gpu/common.hpp>
 
 namespace tessera::kernels {
@@ -41,5 +43,17 @@ template <class T>
 void gpu_tsmqr_blocked(int m, int n, int kk, int ib, T* A1, int lda1, T* A2, int lda2, const T* V,
                        int ldv, const T* Tb, int ldt, T* work, std::size_t lwork,
                        cublasHandle_t handle);
+
+// The largest kk gpu_tsmqr_fused takes.
+inline constexpr int gpu_tsmqr_fused_max_kk = 32;
+
+// The same product as gpu_tsmqr in one kernel on `stream`, for kk <= gpu_tsmqr_fused_max_kk, with
+// the full T (kk x kk upper triangular, ldt; its lower part is not read) instead of the ib-blocked
+// one: gpu_tsmqr's cuBLAS calls cost more than their work when kk is this small (the QR updates'
+// added rows, issue #18). Each thread block takes 16 columns of A1 and A2, so n >= 2000 or so
+// fills an H100.
+template <class T>
+void gpu_tsmqr_fused(int m, int n, int kk, T* A1, int lda1, T* A2, int lda2, const T* V, int ldv,
+                     const T* Tf, int ldt, cudaStream_t stream);
 
 }  // namespace tessera::kernels
