@@ -392,6 +392,9 @@ inline void larger_blocks(qr::target on) {
   check_factors(u, p, "delete 120 columns at 50 of 700 x 400");
   apply(u, p, op::insert_rows, 300, 150);
   check_factors(u, p, "insert 150 rows at 300");
+  // 500 rows: on the GPU in double the panels are 64 wide, applied by cuBLAS, not one kernel.
+  apply(u, p, op::insert_rows, 0, 500);
+  check_factors(u, p, "insert 500 rows at 0");
   apply(u, p, op::insert_columns, 100, 90);
   check_factors(u, p, "insert 90 columns at 100");
   apply(u, p, op::delete_rows, 10, 40);

@@ -55,14 +55,22 @@ int panel_width(int given, target on, int delete_p = 0, bool q_kept = true, bool
   return on == target::gpu && delete_p >= 200 ? 128 : 64;
 }
 
-// Adding rows on the GPU: 32, so that each panel's reflectors go on in one kernel
-// (kernels::gpu_tsmqr_fused takes up to 32 columns) instead of apply_left's five calls. H100, R
-// only, two runs against 64: single 200 rows to 8000 x 3000 0.0064-0.0066 s against 0.0090-0.0094,
-// 500 rows to 14000 x 3000 0.0116-0.0119 against 0.0138-0.0141; double 200 rows 10% faster, 500
-// rows within 2% (docs/results/2026-11-24-insert-rows-fused-h100.md).
-int insert_rows_width(int given, target on, int otherwise) {
+// Adding p rows on the GPU: 32 where a (32 + p) x 32 panel is one kernel held in registers
+// unspilled (kernels::gpu_geqrt_one_kernel_rows), so that each panel is one kernel and its
+// reflectors one more (kernels::gpu_tsmqr_fused, up to 32 columns) instead of apply_left's five
+// calls; else the default, 64, where nb 32 (the spilled 576-thread panel kernel) was slower in
+// double. H100, R only, two rounds against d9ae4be's 64 (docs/results/2026-11-24-insert-rows-fused-h100.md):
+// single 200 rows to 8000 x 3000 0.0064-0.0067 s against 0.0113-0.0118, 500 rows to 14000 x 3000
+// 0.0113-0.0117 against 0.0137-0.0139; double 200 rows 0.0088-0.0089 against 0.0100-0.0104.
+int insert_rows_width(int given, target on, int p, bool single, int otherwise) {
   if (given > 0) return given;
-  return on == target::gpu ? 32 : otherwise;
+#if TESSERA_QR_CUDA
+  const int one_kernel = single ? kernels::gpu_geqrt_one_kernel_rows<float> : kernels::gpu_geqrt_one_kernel_rows<double>;
+  if (on == target::gpu && 32 + p <= one_kernel) return 32;
+#else
+  (void)on, (void)p, (void)single;  // no GPU target without CUDA
+#endif
+  return otherwise;
 }
 
 template <class T>
@@ -333,7 +341,8 @@ void updatable<T>::insert_rows(int k, matrix_ref<const T> u, matrix_ref<const T>
   if (nr > 0) require_shape(fn, "bu", bu, p, nr);
   const target on = _s->on;
   _s->run([&](auto& st) {
-    detail::insert_rows(st, k, u.data, u.ld, p, bu.data, bu.ld, insert_rows_width(st.nb_given, on, st.nb));
+    constexpr bool single = std::is_same_v<typename std::decay_t<decltype(st)>::value_type, float>;
+    detail::insert_rows(st, k, u.data, u.ld, p, bu.data, bu.ld, insert_rows_width(st.nb_given, on, p, single, st.nb));
   });
 }
 
