@@ -1,6 +1,6 @@
 // The GPU SSSMQR kernels (kernels_gpu/) against LAPACK on the host, float and double:
 // the full T against LARFT, gpu_tsmqr (also through gpu_sssmqr), gpu_tsmqr_blocked and gpu_tsmqr_fused
-// against TPMQRT,
+// against TPMQRT, gpu_larfb_fused against GEMQRT,
 // gpu_sssmqr against a loop of TPMQRT over a panel factored by a chain of TPQRT (partial last
 // tile row, kk not a multiple of ib, odd column counts, both T layouts, prepared factors reused
 // over column ranges, A1 with its own leading dimension),
@@ -209,6 +209,41 @@ TEST_CASE_TEMPLATE("gpu_tsmqr_fused equals LAPACK TPMQRT (kk <= 32, full T)", T,
   MESSAGE("tsmqr_fused: largest relative error " << worst);
 }
 
+TEST_CASE_TEMPLATE("gpu_larfb_fused equals LAPACK GEMQRT (k <= 32, V explicit)", T, float, double) {
+  struct shape { int m, n, k; };
+  double worst = 0;
+  for (const shape s : {shape{532, 301, 32}, shape{40, 129, 32}, shape{100, 33, 20}, shape{3, 1, 3},
+                        shape{64, 16, 32}, shape{1, 40, 1}, shape{130, 47, 31}}) {
+    CAPTURE(s.m);
+    CAPTURE(s.n);
+    CAPTURE(s.k);
+    // A panel factored by GEQRT (one block: its T is the full T), V made explicit.
+    mat<T> P(s.m, s.k, 2), Tb(s.k, s.k);
+    P.randomize();
+    REQUIRE(geqrt(s.m, s.k, s.k, P.data(), P.ld, Tb.data(), Tb.ld) == 0);
+    mat<T> V = P, Tn = Tb;
+    for (int j = 0; j < s.k; ++j) {
+      for (int i = 0; i <= j; ++i) V(i, j) = T(i == j ? 1 : 0);
+      for (int i = j + 1; i < s.k; ++i) Tn(i, j) = std::numeric_limits<T>::quiet_NaN();  // not read
+    }
+    mat<T> C(s.m, s.n, 3);
+    C.randomize();
+    mat<T> R = C;
+    REQUIRE(gemqrt(s.m, s.n, s.k, s.k, P.data(), P.ld, Tb.data(), Tb.ld, R.data(), R.ld) == 0);
+    blas b;
+    dev<T> dV(V), dT(Tn), dC(C);
+    gpu_larfb_fused<T>(s.m, s.n, s.k, dV.p, V.ld, dT.p, Tn.ld, dC.p, C.ld, b.s);
+    b.sync();
+    mat<T> G = C;
+    dC.get(G);
+    const double e = rel_error(G, R), tol = tolerance<T>(s.m);
+    worst = std::max(worst, e);
+    CHECK(e <= tol);
+    CHECK(same_outside(G, C, 0, s.m));
+  }
+  MESSAGE("larfb_fused: largest relative error " << worst);
+}
+
 // A tile column of step k as the hybrid QR sees it: the panel factored by a chain of TSQRTs
 // (R carried down), the trailing tile rows updated by a loop of TPMQRT on the host.
 TEST_CASE_TEMPLATE("gpu_sssmqr equals a loop of LAPACK TPMQRT down a panel", T, float, double) {
@@ -381,6 +416,9 @@ TEST_CASE("bad arguments are rejected by name, the handle's pointer mode is kept
   CHECK(message([&] {
           gpu_tsmqr_fused<double>(8, 8, 4, p, 4, p, 7, p, 8, p, 4, b.s);
         }).find("lda2") != std::string::npos);
+  CHECK(message([&] {
+          gpu_larfb_fused<double>(8, 8, 9, p, 8, p, 9, p, 8, b.s);
+        }).find("gpu_larfb_fused: k = 9") != std::string::npos);
   CHECK(message([&] {
           gpu_sssmqr<double>(2, 8, 9, 8, 8, 4, p, 20, p, 20, p, 20, p, 4, 32, p, buf.n, b.h);
         }).find("m_last") != std::string::npos);

@@ -168,6 +168,12 @@ struct host_backend {
   bool tp_apply(int, int, int, int, const T*, int, const T*, int, T*, int, T*, int) {
     return false;
   }
+  // C (h x other) := H^T C with V (h x nb) explicit, in one call where the backend has one (the
+  // GPU's kernels::gpu_larfb_fused, single precision, nb <= 32); false: apply_explicit's calls.
+  template <class T>
+  bool explicit_apply(int, int, int, int, const T*, int, const T*, int, T*, int) {
+    return false;
+  }
   template <class T>
   std::size_t panel_work_size(int, int n) const {
     return std::size_t(n) * std::size_t(n) + 1;
@@ -283,6 +289,9 @@ struct gpu_backend {
   template <class T>
   bool tp_apply(int lane, int nb, int p, int ncols, const T* v, int ldv, const T* Tm, int ldt, T* Ctop,
                 int ldct, T* Cbot, int ldcb);
+  template <class T>
+  bool explicit_apply(int lane, int h, int nb, int other, const T* V, int ldv, const T* Tm, int ldt, T* C,
+                      int ldc);
   template <class T>
   std::size_t panel_work_size(int m, int n) const;
   template <class T>

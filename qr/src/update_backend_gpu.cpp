@@ -13,6 +13,7 @@
 #include "tessera/kernels_gpu/gpu_fill.hpp"
 #include "tessera/kernels_gpu/gpu_geqrt.hpp"
 #include "tessera/kernels_gpu/gpu_givens.hpp"
+#include "tessera/kernels_gpu/gpu_larfb.hpp"
 #include "tessera/kernels_gpu/gpu_tsmqr.hpp"
 #include "tessera/sched/memory.hpp"
 #include "update_backend.hpp"
@@ -235,6 +236,21 @@ bool gpu_backend::tp_apply(int lane, int nb, int p, int ncols, const T* v, int l
   return true;
 }
 
+// One kernel for single-precision panels of at most 32 columns and 768 rows (the deletions'
+// one-kernel panels: 32 + p <= 768); each of its thread blocks runs down all h rows, so taller
+// panels keep cuBLAS's calls. H100, deleting 100 or 200 columns of 6000 x 3000 without Q, two
+// rounds: single 1.1-1.5x faster at k = 0 .. 2500 (k = 2000, p = 100: 0.00167-0.00169 s against
+// 0.00218-0.00250), double 5-8% slower at k = 0 and 1000 (cuBLAS's FP64 GEMMs run on the tensor
+// cores, the kernel's FMAs do not), so double keeps the calls
+// (docs/results/2026-11-24-insert-rows-fused-h100.md).
+template <class T>
+bool gpu_backend::explicit_apply(int lane, int h, int nb, int other, const T* V, int ldv, const T* Tm, int ldt,
+                                 T* C, int ldc) {
+  if (sizeof(T) != sizeof(float) || nb > kernels::gpu_tsmqr_fused_max_kk || h > 768) return false;
+  kernels::gpu_larfb_fused(h, other, nb, V, ldv, Tm, ldt, C, ldc, _r->s[lane]);
+  return true;
+}
+
 template <class T>
 std::size_t gpu_backend::panel_work_size(int m, int n) const {
   return kernels::gpu_geqrt_workspace_size(m, n, std::min(n, kernels::gpu_geqrt_max_ib));
@@ -303,6 +319,7 @@ void gpu_backend::download(int lane, int m, int n, const T* d, int ldd, T* h, in
   template void gpu_backend::triu_copy<T>(int, int, int, const T*, int, T*, int);                 \
   template void gpu_backend::split_panel<T>(int, int, int, T*, int, T*, int);                     \
   template bool gpu_backend::tp_apply<T>(int, int, int, int, const T*, int, const T*, int, T*, int, T*, int); \
+  template bool gpu_backend::explicit_apply<T>(int, int, int, int, const T*, int, const T*, int, T*, int); \
   template std::size_t gpu_backend::panel_work_size<T>(int, int) const;                           \
   template void gpu_backend::panel_qr<T>(int, int, int, T*, int, T*, int, T*, std::size_t);       \
   template void gpu_backend::givens_generate<T>(int, const kernels::givens_plan&, T*, int, T*);   \

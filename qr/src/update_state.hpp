@@ -108,11 +108,13 @@ void apply_left_tp(B& be, int lane, int nb, int p, int ncols, const T* P, int ld
 // With V (h x nb, ldv) explicit, its unit diagonal and the zeros above it stored (as split_panel
 // leaves it), and C in one piece: side 'L', C (h x other, ldc) := H^T C; side 'R', C (other x h)
 // := C H. Two GEMMs and a product with T (LAPACK's LARFB) instead of apply_left's or
-// apply_right's seven calls. W: nb * other workspace, twice that for nb >= B::t_mult_x_from.
+// apply_right's seven calls; side 'L' in one call where the backend has one (B::explicit_apply).
+// W: nb * other workspace, twice that for nb >= B::t_mult_x_from.
 template <class B, class T>
 void apply_explicit(B& be, int lane, char side, int h, int nb, int other, const T* V, int ldv, const T* Tm, int ldt,
                     T* C, int ldc, T* W) {
   if (other <= 0 || nb <= 0) return;
+  if (side == 'L' && be.explicit_apply(lane, h, nb, other, V, ldv, Tm, ldt, C, ldc)) return;
   T* X = nb >= B::t_mult_x_from ? W + std::size_t(nb) * other : nullptr;
   // A piece of `cn` columns or rows of C owns W's (and X's) elements nb * c0 .. nb * (c0 + cn).
   be.split(other, apply_grain, [&](int c0, int cn) {

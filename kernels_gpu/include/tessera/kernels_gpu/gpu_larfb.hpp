@@ -4,6 +4,8 @@
 // gpu_geqrt makes them (LAPACK LARFB, side left, trans, forward, columnwise). Three cuBLAS calls:
 // W = V^T C, W = T^T W, C -= V W, the first and last GEMMs with inner dimensions m and k: the
 // update of a blocked QR, at GEMM speed for k of a few hundred.
+#include <cuda_runtime.h>
+
 #include <tessera/kernels_gpu/common.hpp>
 
 namespace tessera::kernels {
@@ -20,5 +22,13 @@ void gpu_larfb(cublasOperation_t op, int m, int n, int k, const T* V, int ldv, c
 template <class T>
 void gpu_larfb(int m, int n, int k, const T* V, int ldv, const T* Tf, int ldt, T* C, int ldc,
                T* work, std::size_t lwork, cublasHandle_t handle);
+
+// The same C := Q^T C in one kernel on `stream`, for k <= 32 and V explicit: its unit diagonal
+// and the zeros above it stored (as gpu_split_panel leaves it), T's lower part not read. For the
+// QR updates' short panels, where the three calls cost more than their work; each thread block
+// takes 16 columns of C and all its rows, so m should be a few hundred at most.
+template <class T>
+void gpu_larfb_fused(int m, int n, int k, const T* V, int ldv, const T* Tf, int ldt, T* C, int ldc,
+                     cudaStream_t stream);
 
 }  // namespace tessera::kernels

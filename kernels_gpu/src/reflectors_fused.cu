@@ -1,11 +1,14 @@
-// gpu_tsmqr_fused (tessera/kernels_gpu/gpu_tsmqr.hpp): [A1; A2] := Q^T [A1; A2] with V = [I; V2]
-// of at most 32 columns in one kernel. The QR updates' added rows apply one such panel to every
-// trailing column (issue #18), where gpu_tsmqr's cuBLAS calls cost more than their work.
+// Block reflectors of at most 32 columns applied from the left in one kernel, where cuBLAS's
+// three to five calls a panel cost more than their work (the QR updates' panels, issue #18):
+// - gpu_tsmqr_fused (tessera/kernels_gpu/gpu_tsmqr.hpp): [A1; A2] := Q^T [A1; A2], V = [I; V2];
+// - gpu_larfb_fused (tessera/kernels_gpu/gpu_larfb.hpp): C := Q^T C, V explicit (the same kernel
+//   without A1: V2 = V, A2 = C).
 //
 // A thread block owns 16 columns of A1 and A2 and does, for them:
 //   W = A1 + V2^T A2   (split over the rows: each warp a 32 x 16 partial product, a 4 x 4 tile
 //                       a lane, V2's and A2's rows staged through shared memory; then summed)
 //   W := T^T W,  A1 -= W,  A2 -= V2 W   (A2 row by row, V2 read straight from global memory).
+#include <tessera/kernels_gpu/gpu_larfb.hpp>
 #include <tessera/kernels_gpu/gpu_tsmqr.hpp>
 
 #include <cstddef>
@@ -48,15 +51,16 @@ struct smem {
   alignas(16) T w[kmax][cw];  // W, then T^T W
 };
 
-template <class T>
-__global__ void __launch_bounds__(threads, 2) tsmqr_fused_kernel(int m, int n, int kk, T* __restrict__ A1,
+// Top: A1 (kk x n) is there, V's top kk x kk block the identity; else V2 is all of V.
+template <class T, bool Top>
+__global__ void __launch_bounds__(threads, 2) reflectors_kernel(int m, int n, int kk, T* __restrict__ A1,
                                                               int lda1, T* __restrict__ A2, int lda2,
                                                               const T* __restrict__ V, int ldv,
                                                               const T* __restrict__ Tf, int ldt) {
   __shared__ smem<T> s;
   const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
   const int c0 = static_cast<int>(blockIdx.x) * cw, nc = min(cw, n - c0);
-  A1 += static_cast<std::ptrdiff_t>(c0) * lda1;
+  if constexpr (Top) A1 += static_cast<std::ptrdiff_t>(c0) * lda1;
   A2 += static_cast<std::ptrdiff_t>(c0) * lda2;
 
   // Fixed trip counts, unrolled: the loads go out together instead of one round trip each.
@@ -116,11 +120,11 @@ __global__ void __launch_bounds__(threads, 2) tsmqr_fused_kernel(int m, int n, i
     for (int y = 0; y < 4; ++y) s.u.part[warp][4 * a + x][4 * b + y] = acc[x][y];
   __syncthreads();
 
-  // W = A1 + the warps' sums.
+  // W = A1 (where there is one) + the warps' sums.
 #pragma unroll
   for (int k = 0; k < kmax * cw / threads; ++k) {
     const int e = tid + k * threads, i = e % kmax, c = e / kmax;
-    T sum = i < kk && c < nc ? A1[i + static_cast<std::ptrdiff_t>(c) * lda1] : T(0);
+    T sum = Top && i < kk && c < nc ? A1[i + static_cast<std::ptrdiff_t>(c) * lda1] : T(0);
 #pragma unroll
     for (int w = 0; w < warps; ++w) sum += s.u.part[w][i][c];
     s.w[i][c] = sum;
@@ -137,7 +141,7 @@ __global__ void __launch_bounds__(threads, 2) tsmqr_fused_kernel(int m, int n, i
     for (int l = 0; l < kmax; ++l)
       if (l <= i) sum = fma(s.t[l][i], s.w[l][c], sum);  // as a TRMM: no products with T's zeros
     tw[k] = i < kk ? sum : T(0);
-    if (i < kk && c < nc) A1[i + static_cast<std::ptrdiff_t>(c) * lda1] -= sum;
+    if (Top && i < kk && c < nc) A1[i + static_cast<std::ptrdiff_t>(c) * lda1] -= sum;
   }
   __syncthreads();
 #pragma unroll
@@ -184,33 +188,57 @@ __global__ void __launch_bounds__(threads, 2) tsmqr_fused_kernel(int m, int n, i
 
 }  // namespace
 
+namespace {
+// V (m x kk) and T's shared checks, and the launch: more than the default 48 KB of shared memory
+// is not needed (smem<T> is at most 45 KB).
+template <class T, bool Top>
+void launch(const char* kernel, const char* kname, int m, int n, int kk, T* A1, int lda1, T* A2, int lda2, const T* V, int ldv,
+            const T* Tf, int ldt, cudaStream_t stream) {
+  detail::require_ge(kernel, "m", m, "0", 0);
+  detail::require_ge(kernel, "n", n, "0", 0);
+  detail::require_ge(kernel, kname, kk, "0", 0);
+  detail::require_le(kernel, kname, kk, "the widest block, 32", kmax);
+  detail::require_ge(kernel, "ldv", ldv, "max(1, m)", m > 1 ? m : 1);
+  detail::require_ge(kernel, "ldt", ldt, "max(1, kk)", kk > 1 ? kk : 1);
+  if (n == 0 || kk == 0) return;
+  detail::require_ptr(kernel, "Tf", Tf);
+  if (m > 0) detail::require_ptr(kernel, "V", V);
+  reflectors_kernel<T, Top><<<static_cast<unsigned>((n + cw - 1) / cw), threads, 0, stream>>>(
+      m, n, kk, A1, lda1, A2, lda2, V, ldv, Tf, ldt);
+  detail::check(kernel, "reflectors_kernel launch", cudaGetLastError());
+}
+}  // namespace
+
 template <class T>
 void gpu_tsmqr_fused(int m, int n, int kk, T* A1, int lda1, T* A2, int lda2, const T* V, int ldv,
                      const T* Tf, int ldt, cudaStream_t stream) {
   constexpr const char* kernel = "gpu_tsmqr_fused";
-  detail::require_ge(kernel, "m", m, "0", 0);
-  detail::require_ge(kernel, "n", n, "0", 0);
-  detail::require_ge(kernel, "kk", kk, "0", 0);
-  detail::require_le(kernel, "kk", kk, "gpu_tsmqr_fused_max_kk", kmax);
   detail::require_ge(kernel, "lda1", lda1, "max(1, kk)", kk > 1 ? kk : 1);
   detail::require_ge(kernel, "lda2", lda2, "max(1, m)", m > 1 ? m : 1);
-  detail::require_ge(kernel, "ldv", ldv, "max(1, m)", m > 1 ? m : 1);
-  detail::require_ge(kernel, "ldt", ldt, "max(1, kk)", kk > 1 ? kk : 1);
-  if (n == 0 || kk == 0) return;
-  detail::require_ptr(kernel, "A1", A1);
-  detail::require_ptr(kernel, "Tf", Tf);
-  if (m > 0) {
-    detail::require_ptr(kernel, "A2", A2);
-    detail::require_ptr(kernel, "V", V);
+  if (n > 0 && kk > 0) {
+    detail::require_ptr(kernel, "A1", A1);
+    if (m > 0) detail::require_ptr(kernel, "A2", A2);
   }
-  tsmqr_fused_kernel<T><<<static_cast<unsigned>((n + cw - 1) / cw), threads, 0, stream>>>(
-      m, n, kk, A1, lda1, A2, lda2, V, ldv, Tf, ldt);
-  detail::check(kernel, "tsmqr_fused_kernel launch", cudaGetLastError());
+  launch<T, true>(kernel, "kk", m, n, kk, A1, lda1, A2, lda2, V, ldv, Tf, ldt, stream);
+}
+
+template <class T>
+void gpu_larfb_fused(int m, int n, int k, const T* V, int ldv, const T* Tf, int ldt, T* C, int ldc,
+                     cudaStream_t stream) {
+  constexpr const char* kernel = "gpu_larfb_fused";
+  detail::require_le(kernel, "k", k, "m", m);
+  detail::require_ge(kernel, "ldc", ldc, "max(1, m)", m > 1 ? m : 1);
+  if (n > 0 && k > 0) detail::require_ptr(kernel, "C", C);
+  launch<T, false>(kernel, "k", m, n, k, static_cast<T*>(nullptr), 1, C, ldc, V, ldv, Tf, ldt, stream);
 }
 
 template void gpu_tsmqr_fused<float>(int, int, int, float*, int, float*, int, const float*, int,
                                      const float*, int, cudaStream_t);
 template void gpu_tsmqr_fused<double>(int, int, int, double*, int, double*, int, const double*, int,
                                       const double*, int, cudaStream_t);
+template void gpu_larfb_fused<float>(int, int, int, const float*, int, const float*, int, float*, int,
+                                     cudaStream_t);
+template void gpu_larfb_fused<double>(int, int, int, const double*, int, const double*, int, double*, int,
+                                      cudaStream_t);
 
 }  // namespace tessera::kernels
