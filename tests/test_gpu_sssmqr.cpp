@@ -78,6 +78,22 @@ struct tsqrt_factors {
   }
 };
 
+// The device pair [A1; A2] against LAPACK's [R1; R2]: relative errors within tol, A1's rows
+// beyond kk and every padding untouched. Returns the larger error.
+template <class T>
+double check_pair(const dev<T>& dA1, const dev<T>& dA2, const mat<T>& A1, const mat<T>& A2, const mat<T>& R1,
+                  const mat<T>& R2, int kk, int m, double tol) {
+  mat<T> G1 = A1, G2 = A2;
+  dA1.get(G1);
+  dA2.get(G2);
+  const double e1 = rel_error(G1, R1, 0, kk), e2 = rel_error(G2, R2);
+  CHECK(e1 <= tol);
+  CHECK(e2 <= tol);
+  CHECK(same_outside(G1, A1, 0, kk));
+  CHECK(same_outside(G2, A2, 0, m));
+  return std::max(e1, e2);
+}
+
 TEST_CASE_TEMPLATE("gpu_tsqrt_full_t equals LAPACK LARFT on [I; V2]", T, float, double) {
   struct shape { int m, kk, ib; };
   double worst = 0;
@@ -159,89 +175,74 @@ TEST_CASE_TEMPLATE("gpu_tsmqr (also as gpu_sssmqr) and gpu_tsmqr_blocked equal L
                              dTb.p, f.Tb.ld, work.p, work.n, b.h);
       }
       b.sync();
-      mat<T> G1 = A1, G2 = A2;
-      dA1.get(G1);
-      dA2.get(G2);
-      const double e1 = rel_error(G1, R1, 0, s.kk), e2 = rel_error(G2, R2);
-      worst = std::max({worst, e1, e2});
-      CHECK(e1 <= tol);
-      CHECK(e2 <= tol);
-      CHECK(same_outside(G1, A1, 0, s.kk));
-      CHECK(same_outside(G2, A2, 0, s.m));
+      worst = std::max(worst, check_pair(dA1, dA2, A1, A2, R1, R2, s.kk, s.m, tol));
     }
   }
   MESSAGE("tsmqr: largest relative error " << worst);
 }
 
-TEST_CASE_TEMPLATE("gpu_tsmqr_fused equals LAPACK TPMQRT (kk <= 32, full T)", T, float, double) {
-  struct shape { int m, n, kk; };
-  double worst = 0;
-  // Several 16-column blocks and a partial one, rows past a 64-row tile, kk below 32, one row.
-  for (const shape s : {shape{500, 301, 32}, shape{37, 129, 32}, shape{100, 33, 20}, shape{5, 1, 3},
-                        shape{64, 16, 32}, shape{1, 40, 1}, shape{130, 47, 31}}) {
-    CAPTURE(s.m);
-    CAPTURE(s.n);
-    CAPTURE(s.kk);
-    tsqrt_factors<T> f(s.m, s.kk, s.kk);  // one block: Tb is the full T
-    mat<T> A1(s.kk + 4, s.n, 3), A2(s.m, s.n, 5);
-    A1.randomize();
-    A2.randomize();
-    mat<T> R1 = A1, R2 = A2;
-    REQUIRE(tpmqrt(s.m, s.n, s.kk, s.kk, f.V.data(), f.V.ld, f.Tb.data(), f.Tb.ld, R1.data(), R1.ld,
-                   R2.data(), R2.ld) == 0);
-    mat<T> Tn = f.Tb;  // T's lower part must not be read
-    for (int j = 0; j < s.kk; ++j)
-      for (int i = j + 1; i < s.kk; ++i) Tn(i, j) = std::numeric_limits<T>::quiet_NaN();
-    blas b;
-    dev<T> dV(f.V), dT(Tn), dA1(A1), dA2(A2);
-    gpu_tsmqr_fused<T>(s.m, s.n, s.kk, dA1.p, A1.ld, dA2.p, A2.ld, dV.p, f.V.ld, dT.p, Tn.ld, b.s);
-    b.sync();
-    mat<T> G1 = A1, G2 = A2;
-    dA1.get(G1);
-    dA2.get(G2);
-    const double e1 = rel_error(G1, R1, 0, s.kk), e2 = rel_error(G2, R2), tol = tolerance<T>(s.m + s.kk);
-    worst = std::max({worst, e1, e2});
-    CHECK(e1 <= tol);
-    CHECK(e2 <= tol);
-    CHECK(same_outside(G1, A1, 0, s.kk));
-    CHECK(same_outside(G2, A2, 0, s.m));
-  }
-  MESSAGE("tsmqr_fused: largest relative error " << worst);
+// Shapes for the one-kernel applies (m rows of V2 or C, n columns, k reflectors): several
+// 16-column blocks and a partial one, rows past a 64-row tile, k below 32, one row.
+struct fused_shape {
+  int m, n, k;
+};
+constexpr fused_shape fused_shapes[] = {{532, 301, 32}, {37, 129, 32}, {100, 33, 20}, {5, 1, 3},
+                                        {64, 16, 32},   {1, 40, 1},    {130, 47, 31}};
+
+// T (k x k) with its strict lower triangle NaN: the one-kernel applies must not read it.
+template <class T>
+mat<T> nan_below(mat<T> t, int k) {
+  for (int j = 0; j < k; ++j)
+    for (int i = j + 1; i < k; ++i) t(i, j) = std::numeric_limits<T>::quiet_NaN();
+  return t;
 }
 
-TEST_CASE_TEMPLATE("gpu_larfb_fused equals LAPACK GEMQRT (k <= 32, V explicit)", T, float, double) {
-  struct shape { int m, n, k; };
-  double worst = 0;
-  for (const shape s : {shape{532, 301, 32}, shape{40, 129, 32}, shape{100, 33, 20}, shape{3, 1, 3},
-                        shape{64, 16, 32}, shape{1, 40, 1}, shape{130, 47, 31}}) {
+TEST_CASE_TEMPLATE("gpu_tsmqr_fused and gpu_larfb_fused equal LAPACK TPMQRT and GEMQRT (k <= 32, full T)", T, float,
+                   double) {
+  double worst_tsmqr = 0, worst_larfb = 0;
+  for (const fused_shape s : fused_shapes) {
     CAPTURE(s.m);
     CAPTURE(s.n);
     CAPTURE(s.k);
-    // A panel factored by GEQRT (one block: its T is the full T), V made explicit.
-    mat<T> P(s.m, s.k, 2), Tb(s.k, s.k);
-    P.randomize();
-    REQUIRE(geqrt(s.m, s.k, s.k, P.data(), P.ld, Tb.data(), Tb.ld) == 0);
-    mat<T> V = P, Tn = Tb;
-    for (int j = 0; j < s.k; ++j) {
-      for (int i = 0; i <= j; ++i) V(i, j) = T(i == j ? 1 : 0);
-      for (int i = j + 1; i < s.k; ++i) Tn(i, j) = std::numeric_limits<T>::quiet_NaN();  // not read
-    }
-    mat<T> C(s.m, s.n, 3);
-    C.randomize();
-    mat<T> R = C;
-    REQUIRE(gemqrt(s.m, s.n, s.k, s.k, P.data(), P.ld, Tb.data(), Tb.ld, R.data(), R.ld) == 0);
     blas b;
-    dev<T> dV(V), dT(Tn), dC(C);
-    gpu_larfb_fused<T>(s.m, s.n, s.k, dV.p, V.ld, dT.p, Tn.ld, dC.p, C.ld, b.s);
-    b.sync();
-    mat<T> G = C;
-    dC.get(G);
-    const double e = rel_error(G, R), tol = tolerance<T>(s.m);
-    worst = std::max(worst, e);
-    CHECK(e <= tol);
-    CHECK(same_outside(G, C, 0, s.m));
+    {  // TPMQRT: [A1; A2] with V = [I; V2] from a TPQRT
+      tsqrt_factors<T> f(s.m, s.k, s.k);  // one block: Tb is the full T
+      mat<T> A1(s.k + 4, s.n, 3), A2(s.m, s.n, 5);
+      A1.randomize();
+      A2.randomize();
+      mat<T> R1 = A1, R2 = A2;
+      REQUIRE(tpmqrt(s.m, s.n, s.k, s.k, f.V.data(), f.V.ld, f.Tb.data(), f.Tb.ld, R1.data(), R1.ld,
+                     R2.data(), R2.ld) == 0);
+      const mat<T> Tn = nan_below(f.Tb, s.k);
+      dev<T> dV(f.V), dT(Tn), dA1(A1), dA2(A2);
+      gpu_tsmqr_fused<T>(s.m, s.n, s.k, dA1.p, A1.ld, dA2.p, A2.ld, dV.p, f.V.ld, dT.p, Tn.ld, b.s);
+      b.sync();
+      worst_tsmqr = std::max(worst_tsmqr, check_pair(dA1, dA2, A1, A2, R1, R2, s.k, s.m, tolerance<T>(s.m + s.k)));
+    }
+    {  // GEMQRT: C with the V of a GEQRT panel (one block: its T is the full T), made explicit
+      mat<T> P(s.m, s.k, 2), Tb(s.k, s.k);
+      P.randomize();
+      REQUIRE(geqrt(s.m, s.k, s.k, P.data(), P.ld, Tb.data(), Tb.ld) == 0);
+      mat<T> V = P;
+      for (int j = 0; j < s.k; ++j)
+        for (int i = 0; i <= j; ++i) V(i, j) = T(i == j ? 1 : 0);
+      const mat<T> Tn = nan_below(Tb, s.k);
+      mat<T> C(s.m, s.n, 3);
+      C.randomize();
+      mat<T> R = C;
+      REQUIRE(gemqrt(s.m, s.n, s.k, s.k, P.data(), P.ld, Tb.data(), Tb.ld, R.data(), R.ld) == 0);
+      dev<T> dV(V), dT(Tn), dC(C);
+      gpu_larfb_fused<T>(s.m, s.n, s.k, dV.p, V.ld, dT.p, Tn.ld, dC.p, C.ld, b.s);
+      b.sync();
+      mat<T> G = C;
+      dC.get(G);
+      const double e = rel_error(G, R), tol = tolerance<T>(s.m);
+      worst_larfb = std::max(worst_larfb, e);
+      CHECK(e <= tol);
+      CHECK(same_outside(G, C, 0, s.m));
+    }
   }
-  MESSAGE("larfb_fused: largest relative error " << worst);
+  MESSAGE("tsmqr_fused: largest relative error " << worst_tsmqr << ", larfb_fused: " << worst_larfb);
 }
 
 // A tile column of step k as the hybrid QR sees it: the panel factored by a chain of TSQRTs
