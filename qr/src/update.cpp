@@ -37,40 +37,40 @@ namespace {
 
 constexpr const char* who = "tessera::qr::updatable";
 
+// Whether a rows x 32 panel is one kernel on the GPU, at the sizes it holds in registers unspilled
+// (kernels::gpu_geqrt_one_kernel_rows): no in-panel update, no T to assemble, and its reflectors
+// go on in one more kernel (gpu_tsmqr_fused, gpu_larfb_fused).
+bool one_kernel_panel(target on, int rows, bool single) {
+#if TESSERA_QR_CUDA
+  return on == target::gpu &&
+         rows <= (single ? kernels::gpu_geqrt_one_kernel_rows<float> : kernels::gpu_geqrt_one_kernel_rows<double>);
+#else
+  (void)on, (void)rows, (void)single;  // no GPU target without CUDA
+  return false;
+#endif
+}
+
 // The width of the block Householder panels: update_options::nb (given) when set, else 64.
 // Deleting p >= 200 columns on the GPU uses 128, because on the H100 it measured as fast or up to
 // 15% faster at every k and Q mode there while p = 100 was up to 4.5% slower with full Q
 // (docs/results/2026-11-24-qr-update-nb-h100.md). delete_p: the p of a column deletion, else 0.
-// Deleting columns on the GPU without Q uses 32 where a (32 + p) x 32 panel is one kernel at the
-// sizes it holds in registers unspilled (kernels::gpu_geqrt_one_kernel_rows): no in-panel update
-// and no T to assemble, 7-24% faster on the H100 (docs/results/2026-11-24-update-launches-h100.md).
+// Deleting columns on the GPU without Q uses 32 where the (32 + p) x 32 panel is one kernel, 7-24%
+// faster on the H100 (docs/results/2026-11-24-update-launches-h100.md).
 int panel_width(int given, target on, int delete_p = 0, bool q_kept = true, bool single = false) {
   if (given > 0) return given;
-#if TESSERA_QR_CUDA
-  const int one_kernel = single ? kernels::gpu_geqrt_one_kernel_rows<float> : kernels::gpu_geqrt_one_kernel_rows<double>;
-  if (on == target::gpu && delete_p > 0 && !q_kept && 32 + delete_p <= one_kernel) return 32;
-#else
-  (void)q_kept, (void)single;  // no GPU target without CUDA
-#endif
+  if (delete_p > 0 && !q_kept && one_kernel_panel(on, 32 + delete_p, single)) return 32;
   return on == target::gpu && delete_p >= 200 ? 128 : 64;
 }
 
-// Adding p rows on the GPU: 32 where a (32 + p) x 32 panel is one kernel held in registers
-// unspilled (kernels::gpu_geqrt_one_kernel_rows), so that each panel is one kernel and its
-// reflectors one more (kernels::gpu_tsmqr_fused, up to 32 columns) instead of apply_left's five
-// calls; else the default, 64, where nb 32 (the spilled 576-thread panel kernel) was slower in
-// double. H100, R only, two rounds against d9ae4be's 64 (docs/results/2026-11-24-insert-rows-fused-h100.md):
-// single 200 rows to 8000 x 3000 0.0064-0.0067 s against 0.0113-0.0118, 500 rows to 14000 x 3000
+// Adding p rows on the GPU: 32 where the (32 + p) x 32 panel is one kernel, so that each panel and
+// its reflectors are two kernels instead of a panel and apply_left's five calls; else the default,
+// 64, where nb 32 (the spilled 576-thread panel kernel) was 0-11% slower in double. H100, R only,
+// two rounds against d9ae4be's 64 (docs/results/2026-11-24-insert-rows-fused-h100.md): single 200
+// rows to 8000 x 3000 0.0064-0.0067 s against 0.0113-0.0118, 500 rows to 14000 x 3000
 // 0.0113-0.0117 against 0.0137-0.0139; double 200 rows 0.0088-0.0089 against 0.0100-0.0104.
 int insert_rows_width(int given, target on, int p, bool single, int otherwise) {
   if (given > 0) return given;
-#if TESSERA_QR_CUDA
-  const int one_kernel = single ? kernels::gpu_geqrt_one_kernel_rows<float> : kernels::gpu_geqrt_one_kernel_rows<double>;
-  if (on == target::gpu && 32 + p <= one_kernel) return 32;
-#else
-  (void)on, (void)p, (void)single;  // no GPU target without CUDA
-#endif
-  return otherwise;
+  return one_kernel_panel(on, 32 + p, single) ? 32 : otherwise;
 }
 
 template <class T>

@@ -228,17 +228,25 @@ void gpu_backend::split_panel(int lane, int nb, int below, T* A, int lda, T* V, 
   kernels::gpu_split_panel(nb, below, A, lda, V, ldv, _r->s[lane]);
 }
 
+// The one-kernel applies take panels of at most 32 columns and as many rows as a panel kernel
+// holds unspilled (the sizes measured): each of their thread blocks runs down all the rows, so
+// taller panels (a user's panel width with many added rows, say) keep cuBLAS's calls.
+namespace {
+template <class T>
+bool fused_apply_fits(int rows, int nb) {
+  return nb <= kernels::gpu_tsmqr_fused_max_kk && rows <= kernels::gpu_geqrt_one_kernel_rows<T>;
+}
+}  // namespace
+
 template <class T>
 bool gpu_backend::tp_apply(int lane, int nb, int p, int ncols, const T* v, int ldv, const T* Tm, int ldt,
                            T* Ctop, int ldct, T* Cbot, int ldcb) {
-  if (nb > kernels::gpu_tsmqr_fused_max_kk) return false;
+  if (!fused_apply_fits<T>(nb + p, nb)) return false;
   kernels::gpu_tsmqr_fused(p, ncols, nb, Ctop, ldct, Cbot, ldcb, v, ldv, Tm, ldt, _r->s[lane]);
   return true;
 }
 
-// One kernel for single-precision panels of at most 32 columns and 768 rows (the deletions'
-// one-kernel panels: 32 + p <= 768); each of its thread blocks runs down all h rows, so taller
-// panels keep cuBLAS's calls. H100, deleting 100 or 200 columns of 6000 x 3000 without Q, two
+// One kernel in single precision only. H100, deleting 100 or 200 columns of 6000 x 3000 without Q, two
 // rounds: single 1.1-1.5x faster at k = 0 .. 2500 (k = 2000, p = 100: 0.00167-0.00169 s against
 // 0.00218-0.00250), double 5-8% slower at k = 0 and 1000 (cuBLAS's FP64 GEMMs run on the tensor
 // cores, the kernel's FMAs do not), so double keeps the calls
@@ -246,7 +254,7 @@ bool gpu_backend::tp_apply(int lane, int nb, int p, int ncols, const T* v, int l
 template <class T>
 bool gpu_backend::explicit_apply(int lane, int h, int nb, int other, const T* V, int ldv, const T* Tm, int ldt,
                                  T* C, int ldc) {
-  if (sizeof(T) != sizeof(float) || nb > kernels::gpu_tsmqr_fused_max_kk || h > 768) return false;
+  if (sizeof(T) != sizeof(float) || !fused_apply_fits<T>(h, nb)) return false;
   kernels::gpu_larfb_fused(h, other, nb, V, ldv, Tm, ldt, C, ldc, _r->s[lane]);
   return true;
 }
