@@ -364,12 +364,13 @@ __device__ __forceinline__ void update_from_row(T (&r)[N], T f, const T* row, in
   }
 }
 
-// The pivot search of step k: every lane learns the pivot's lane and pos, and lanes swap places.
+// The pivot search of step k (xk: this lane's entry of column k): every lane learns the pivot's
+// lane and pos, and lanes swap places.
 template <class T, int N>
-__device__ __forceinline__ void find_pivot(const group<T, N>& grp, const T (&r)[N], int k, int& pos,
-                                           int& plane, int& ppos) {
+__device__ __forceinline__ void find_pivot(const group<T, N>& grp, T xk, int k, int& pos, int& plane,
+                                           int& ppos) {
   using key_t = decltype(abs_key(T(0)));
-  const key_t key = (grp.active && pos >= k) ? abs_key(r[k]) : key_t(0);
+  const key_t key = (grp.active && pos >= k) ? abs_key(xk) : key_t(0);
   const auto idx = static_cast<unsigned>(pos * 32 + grp.lane);
   unsigned w;
   if constexpr (split_search<T, N>) w = split_argmax<group<T, N>::per_warp>(grp.live_lanes, grp.gid, key, idx);
@@ -409,7 +410,7 @@ __device__ __forceinline__ void lu_in_registers(const group<T, N>& grp, shared_r
 #pragma unroll
   for (int k = 0; k < N; ++k) {
     int plane, ppos;
-    find_pivot(grp, r, k, pos, plane, ppos);
+    find_pivot(grp, r[k], k, pos, plane, ppos);
     if constexpr (Solve) piv_lane[k] = plane;
     if constexpr (lu_by_shuffles<N>) {
       if (grp.lane == plane) s.piv[grp.g][k] = ppos + 1;
@@ -469,6 +470,53 @@ __global__ void __launch_bounds__(threads_per_block, min_blocks<T, N>())
 }
 
 // ---- inverse: Gauss-Jordan in place, fused with the pivoting ----------------------------------
+// One step by shuffles, column k in register kr (a constant once unrolled). Scaling deferred: this
+// lane's row of the result is scale * r (1 until it pivots, then 1 / its pivot), so the pivot row
+// is sent as it is and the pivot lane multiplies nothing.
+template <class T, int N>
+__device__ __forceinline__ void gj_step_shuffles(const group<T, N>& grp, T (&r)[N], int kr, int k, int& pos,
+                                                 int* piv_lane, T& scale, int& inf) {
+  int plane, ppos;
+  find_pivot(grp, r[kr], k, pos, plane, ppos);
+  if (grp.lane == 0) piv_lane[k] = plane;
+  const bool pivot = grp.lane == plane;
+  const T p = grp.shfl(r[kr], plane);
+  const T d = T(1) / p;
+  if (pivot && p == T(0) && inf == 0) inf = k + 1;
+  const T f = pivot ? T(0) : r[kr] * d;  // this row's multiplier of the scaled pivot row
+#pragma unroll
+  for (int j = 0; j < N; ++j) {
+    if (j == kr) continue;
+    const T v = grp.shfl(r[j], plane);
+    if (!pivot) r[j] = fma(-f, v, r[j]);
+  }
+  r[kr] = pivot ? T(1) : -f;  // column k: 1 / pivot in the pivot row, -f / pivot elsewhere
+  if (pivot) scale = d;
+}
+
+// r[i] := r[(i + U) mod N].
+template <int U, class T, int N>
+__device__ __forceinline__ void rotate_left(T (&r)[N]) {
+  T t[U];
+#pragma unroll
+  for (int i = 0; i < U; ++i) t[i] = r[i];
+#pragma unroll
+  for (int i = 0; i + U < N; ++i) r[i] = r[i + U];
+#pragma unroll
+  for (int i = 0; i < U; ++i) r[N - U + i] = t[i];
+}
+
+// The larger whole-warp inverses run their steps in rounds of inv_round, one round's code for all
+// rounds: unrolled over all n steps the kernel outgrew the instruction cache (ncu, n = 32 in
+// double: of 10.6 cycles between a warp's instructions, 4.1 waiting for instructions; after, none
+// of them, the shuffles the limit). H100, 2^20 matrices, two calls of two runs, ms: double n = 25
+// / 28 / 32 7.16-7.17 / 8.58-8.73 / 10.97-11.01 -> 7.03-7.10 / 8.24-8.33 / 10.27-10.37, single
+// n = 29 / 32 4.67 / 5.44 -> 4.56-4.57 / 5.31-5.38; rounds of 4 and 16 were no better, and orders
+// 17-24 (single 17-28) were 1-9% slower in rounds (docs/results/2026-11-25-batched-inverse-rounds-h100.md).
+inline constexpr int inv_round = 8;
+template <class T, int N>
+inline constexpr bool inv_rounds = N >= (sizeof(T) == 8 ? 25 : 29);
+
 // Step k turns column k into a column of the inverse: the pivot row is divided by the pivot (its
 // k-th entry becoming 1/pivot), every other row loses f times it (its k-th entry becoming
 // -f/pivot). With rows at their places this inverts PA; A^-1 = (PA)^-1 P, so column j of the
@@ -486,52 +534,51 @@ __global__ void __launch_bounds__(threads_per_block, min_blocks<T, N>())
   // The pivot lanes wait in shared memory, not in N registers (at n = 32 in double 98 registers
   // a thread instead of 130).
   int* piv_lane = s.piv[grp.g];
-  // Shuffles: scaling deferred, this lane's row of the result is scale * r (1 until it pivots, then
-  // 1 / its pivot), so the pivot row is sent as it is and the pivot lane multiplies nothing.
   [[maybe_unused]] T scale = T(1);
+  // In rounds, the row's registers rotated after each (shift: where column j ends up, register
+  // (j - shift) mod n).
+  constexpr int shift = inv_rounds<T, N> ? inv_round * ((N + inv_round - 1) / inv_round) % N : 0;
+  if constexpr (inv_rounds<T, N>) {
+#pragma unroll 1
+    for (int k0 = 0; k0 < N; k0 += inv_round) {
 #pragma unroll
-  for (int k = 0; k < N; ++k) {
-    int plane, ppos;
-    find_pivot(grp, r, k, pos, plane, ppos);
-    if (grp.lane == 0) piv_lane[k] = plane;
-    if constexpr (inv_by_shuffles<T, N>) {
-      const bool pivot = grp.lane == plane;
-      const T p = grp.shfl(r[k], plane);
-      const T d = T(1) / p;
-      if (pivot && p == T(0) && inf == 0) inf = k + 1;
-      const T f = pivot ? T(0) : r[k] * d;  // this row's multiplier of the scaled pivot row
+      for (int kk = 0; kk < inv_round; ++kk)
+        if (k0 + kk < N) gj_step_shuffles(grp, r, kk, k0 + kk, pos, piv_lane, scale, inf);
+      rotate_left<inv_round>(r);
+    }
+  } else {
 #pragma unroll
-      for (int j = 0; j < N; ++j) {
-        if (j == k) continue;
-        const T v = grp.shfl(r[j], plane);
-        if (!pivot) r[j] = fma(-f, v, r[j]);
-      }
-      r[k] = pivot ? T(1) : -f;  // column k: 1 / pivot in the pivot row, -f / pivot elsewhere
-      if (pivot) scale = d;
-    } else {
-      T* row = s.row[grp.g][k & 1];
-      if (grp.lane == plane) {
-        const T d = T(1) / r[k];
-        if (r[k] == T(0) && inf == 0) inf = k + 1;
-        r[k] = T(1);
+    for (int k = 0; k < N; ++k) {
+      if constexpr (inv_by_shuffles<T, N>) {
+        gj_step_shuffles(grp, r, k, k, pos, piv_lane, scale, inf);
+      } else {
+        int plane, ppos;
+        find_pivot(grp, r[k], k, pos, plane, ppos);
+        if (grp.lane == 0) piv_lane[k] = plane;
+        T* row = s.row[grp.g][k & 1];
+        if (grp.lane == plane) {
+          const T d = T(1) / r[k];
+          if (r[k] == T(0) && inf == 0) inf = k + 1;
+          r[k] = T(1);
 #pragma unroll
-        for (int j = 0; j < N; ++j) r[j] *= d;
-        // The whole row, 16 bytes a store (the padding beyond N gets zeros).
-        constexpr int V = vec16<T>::width;
-        auto rv = [&r](int j) { return j < N ? r[j] : T(0); };
+          for (int j = 0; j < N; ++j) r[j] *= d;
+          // The whole row, 16 bytes a store (the padding beyond N gets zeros).
+          constexpr int V = vec16<T>::width;
+          auto rv = [&r](int j) { return j < N ? r[j] : T(0); };
 #pragma unroll
-        for (int j0 = 0; j0 < N; j0 += V) {
-          if constexpr (V == 4)
-            *reinterpret_cast<float4*>(row + j0) = make_float4(rv(j0), rv(j0 + 1), rv(j0 + 2), rv(j0 + 3));
-          else
-            *reinterpret_cast<double2*>(row + j0) = make_double2(rv(j0), rv(j0 + 1));
+          for (int j0 = 0; j0 < N; j0 += V) {
+            if constexpr (V == 4)
+              *reinterpret_cast<float4*>(row + j0) = make_float4(rv(j0), rv(j0 + 1), rv(j0 + 2), rv(j0 + 3));
+            else
+              *reinterpret_cast<double2*>(row + j0) = make_double2(rv(j0), rv(j0 + 1));
+          }
         }
-      }
-      __syncwarp(grp.mask);
-      if (grp.active && grp.lane != plane) {
-        const T f = r[k];
-        r[k] = T(0);
-        update_from_row<T, N>(r, f, row, 0);
+        __syncwarp(grp.mask);
+        if (grp.active && grp.lane != plane) {
+          const T f = r[k];
+          r[k] = T(0);
+          update_from_row<T, N>(r, f, row, 0);
+        }
       }
     }
   }
@@ -547,7 +594,7 @@ __global__ void __launch_bounds__(threads_per_block, min_blocks<T, N>())
     // In place, every lane must have read its row before any writes: the group's loads are done
     // once the reduction above has returned in all of its lanes.
 #pragma unroll
-    for (int j = 0; j < N; ++j) out[pos + static_cast<long long>(piv_lane[j]) * Ainv.ld] = r[j];
+    for (int i = 0; i < N; ++i) out[pos + static_cast<long long>(piv_lane[(i + shift) % N]) * Ainv.ld] = r[i];
     if (grp.lane == 0) info[grp.b] = zero == 1024u ? 0 : static_cast<int>(zero);
   }
 }
