@@ -599,6 +599,131 @@ __global__ void __launch_bounds__(threads_per_block, min_blocks<T, N>())
   }
 }
 
+// ---- inverse of the larger even orders in double: a lane two half rows -------------------------
+// With a row a lane, every lane takes the whole pivot row each step: n values, and the SM delivers
+// 128 bytes of shuffles a cycle, so n^2 values a matrix bound the kernel. Here lane (rg, cg) =
+// (lane % 16, lane / 16) holds rows rg and rg + 16 of the half of the columns h cg .. h cg + h - 1
+// (h = ceil(n / 2)): a step sends each lane the h entries of the pivot row in its columns and the 2
+// of column k in its rows. Column k is entry k % h of its lanes in both rounds of h steps, so one
+// round's code serves both. The same pivots, operations and order as the row form (scaling
+// deferred), so the same results.
+// Where it measured faster than the row form (in rounds or not): double precision, even orders from
+// 22. H100, 2^20 matrices, two runs, ms: n = 22 / 26 / 28 / 32 5.22-5.25 / 7.42-7.44 / 8.26-8.31 /
+// 10.23-10.27 -> 4.98-5.02 / 6.47-6.51 / 7.39-7.43 / 9.54-9.74; odd orders 2-4% faster (25-29) or
+// slower (21, 23, 31: the second half's padding column), single precision 5-30% slower (a shuffle
+// a value there, against two in double) (docs/results/2026-11-25-batched-inverse-rounds-h100.md).
+template <class T, int N>
+inline constexpr bool inv_by_halves = sizeof(T) == 8 && N >= 22 && N % 2 == 0;
+// Registers: 96 a thread from order 25 (80 below); 128 was no faster.
+template <class T, int N>
+constexpr int halves_min_blocks() {
+  return N > 24 ? 5 : 6;
+}
+
+template <class T, int N>
+__global__ void __launch_bounds__(threads_per_block, halves_min_blocks<T, N>())
+    inverse_halves_kernel(gpu_batch<T> A, gpu_batch<T> Ainv, int* __restrict__ info, long long count) {
+  constexpr int warps = threads_per_block / 32, H = (N + 1) / 2;
+  constexpr unsigned all = 0xFFFFFFFFu;
+  // Per warp, by step: the pivot row (its original index) and 1 / the pivot. Every row is the
+  // pivot once; its place is then that step's (later swaps only move places beyond it).
+  __shared__ int s_row[warps][N];
+  __shared__ T s_inv[warps][N];
+  const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
+  const int rg = lane & 15, cg = lane >> 4;
+  const long long b = static_cast<long long>(blockIdx.x) * warps + warp;
+  if (b >= count) return;  // whole warps
+  const T* in = matrix_of(A, b);
+  T a[2][H];
+#pragma unroll
+  for (int q = 0; q < 2; ++q)
+#pragma unroll
+    for (int c = 0; c < H; ++c) {
+      const int i = rg + 16 * q, j = H * cg + c;
+      a[q][c] = i < N && j < N ? in[i + static_cast<long long>(j) * A.ld] : T(0);
+    }
+  // The pivot search takes one row a lane: row `lane` (rg + 16 cg), at place spos.
+  const bool searches = lane < N;
+  int spos = lane;
+  int inf = 0;
+  using key_t = decltype(abs_key(T(0)));
+#pragma unroll 1
+  for (int kg = 0; kg < 2; ++kg) {
+    const int k0 = kg * H;  // the lanes of column group kg hold columns k0 .. k0 + H - 1
+#pragma unroll
+    for (int kk = 0; kk < H; ++kk) {
+      const int k = k0 + kk;
+      if (k >= N) break;
+      T col[2];  // column k in this lane's rows
+#pragma unroll
+      for (int q = 0; q < 2; ++q) col[q] = __shfl_sync(all, a[q][kk], rg + 16 * kg);
+      // The first place of largest |a| in column k among places >= k (find_pivot's rule).
+      const T x = cg ? col[1] : col[0];
+      const key_t key = searches && spos >= k ? abs_key(x) : key_t(0);
+      const unsigned w = group_argmax<32>(all, key, static_cast<unsigned>(spos * 32 + lane));
+      const int p = static_cast<int>(w & 31u), ppos = static_cast<int>(w >> 5);
+      if (spos == k) spos = ppos;
+      if (lane == p) spos = k;
+      const T piv = __shfl_sync(all, x, p);
+      const T d = T(1) / piv;
+      if (piv == T(0) && inf == 0) inf = k + 1;
+      if (lane == 0) {
+        s_row[warp][k] = p;
+        s_inv[warp][k] = d;
+      }
+      const bool pq = p >= 16;  // the pivot row's half, the same in every lane
+      const int src = (p & 15) + 16 * cg;
+      T f[2];
+      bool pivot[2];
+#pragma unroll
+      for (int q = 0; q < 2; ++q) {
+        pivot[q] = rg + 16 * q == p;
+        f[q] = col[q] * d;  // this row's multiplier of the (unscaled) pivot row
+      }
+      // The pivot row's half is the same in every lane: a branch, not a select a value (which
+      // measured 3-13% slower).
+      auto eliminate = [&](const T (&prow)[H]) {
+#pragma unroll
+        for (int c = 0; c < H; ++c) {
+          const T v = __shfl_sync(all, prow[c], src);
+#pragma unroll
+          for (int q = 0; q < 2; ++q)
+            if (!pivot[q]) a[q][c] = fma(-f[q], v, a[q][c]);
+        }
+      };
+      if (pq) eliminate(a[1]);
+      else eliminate(a[0]);
+      if (cg == kg) {
+#pragma unroll
+        for (int q = 0; q < 2; ++q) a[q][kk] = pivot[q] ? T(1) : -f[q];  // 1 / pivot, or -f / pivot
+      }
+    }
+  }
+  __syncwarp();
+  // Every lane has read its part (its values went into step 0), so the result may overwrite it in
+  // place. Row i, the pivot of step place(i), is scaled by that step's 1 / pivot and goes to row
+  // place(i); column j to column s_row[j].
+  T* out = matrix_of(Ainv, b);
+  int place[2] = {0, 0};
+#pragma unroll
+  for (int k = 0; k < N; ++k) {
+    const int r = s_row[warp][k];
+    if (r == rg) place[0] = k;
+    if (r == rg + 16) place[1] = k;
+  }
+#pragma unroll
+  for (int q = 0; q < 2; ++q) {
+    if (rg + 16 * q >= N) continue;
+    const T sc = s_inv[warp][place[q]];
+#pragma unroll
+    for (int c = 0; c < H; ++c) {
+      const int j = H * cg + c;
+      if (j < N) out[place[q] + static_cast<long long>(s_row[warp][j]) * Ainv.ld] = a[q][c] * sc;
+    }
+  }
+  if (lane == 0) info[b] = inf;
+}
+
 // ---- orders 1 and 2: a thread per matrix ---------------------------------------------------------
 // Groups of one or two lanes spent their instructions on group bookkeeping (pivot search, barriers)
 // for 8 to 32 bytes of data each; a thread holding the whole matrix swaps rows for real and does
@@ -913,6 +1038,8 @@ void gpu_batched_inverse(int n, gpu_batch<T> a, gpu_batch<T> ainv, int* info, lo
     constexpr int N = decltype(nc)::value;
     if constexpr (inverse_by_thread<T, N>)
       inverse_thread_kernel<T, N><<<thread_blocks(count), threads_per_block, 0, stream>>>(a, ainv, info, count);
+    else if constexpr (inv_by_halves<T, N>)
+      inverse_halves_kernel<T, N><<<blocks_for<T, N>(count), threads_per_block, 0, stream>>>(a, ainv, info, count);
     else
       inverse_kernel<T, N><<<blocks_for<T, N>(count), threads_per_block, 0, stream>>>(a, ainv, info, count);
   });
