@@ -189,21 +189,36 @@ long long compare_pivots(int n, long long count, const std::vector<int>& got, co
 
 // GETRF of a random batch: pivots, info and the residual against LAPACK.
 template <class T>
-void lu_case(const place& p, layout lay, int n, long long count, bool exact_pivots) {
+void lu_case(const place& p, layout lay, int n, long long count, bool exact_pivots, T scale = T(1)) {
   CAPTURE(n);
   CAPTURE(count);
   CAPTURE(name(lay));
-  const auto a0 = random_batch<T>(n, n, count, 1000u + std::uint64_t(n));
+  CAPTURE(scale);
+  auto a0 = random_batch<T>(n, n, count, 1000u + std::uint64_t(n));
+  for (T& v : a0) v *= scale;
   placed<T> a(p, n, n, count, lay);
   a.put(a0);
   ints ipiv(p, std::size_t(count * n)), info(p, std::size_t(count));
   const bt::report r = bt::lu(a.batch(), ipiv.data(), info.data(), p.opts);
   const auto lu = a.get();
   const auto piv = ipiv.get(), inf = info.get();
+  // A scaled batch's reference is LAPACK on the same matrices scaled back by the power of two
+  // (exactly): OpenBLAS's GETRF multiplies by 1 / pivot even below the safe minimum. Rounding in
+  // the subnormal range may then flip a near tie, as in single precision.
   auto ref = a0;
+  if (scale != T(1))
+    for (T& v : ref) v /= scale;
   std::vector<int> rpiv, rinf;
   lapack_getrf(n, count, ref, rpiv, rinf);
-  compare_pivots<T>(n, count, piv, rpiv, exact_pivots);
+  if (scale == T(1)) {
+    compare_pivots<T>(n, count, piv, rpiv, exact_pivots);
+  } else {
+    long long differ = 0;
+    for (long long b = 0; b < count; ++b)
+      if (!std::equal(piv.begin() + b * n, piv.begin() + (b + 1) * n, rpiv.begin() + b * n)) ++differ;
+    CHECK_MESSAGE(differ * 50 <= std::max(count, 50LL), n, ": ", differ, " of ", count,
+                  " matrices have other pivots than LAPACK's");
+  }
   double worst = 0;
   for (long long b = 0; b < count; ++b) {
     REQUIRE(inf[std::size_t(b)] == rinf[std::size_t(b)]);

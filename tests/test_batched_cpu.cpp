@@ -73,6 +73,12 @@ TEST_CASE_TEMPLATE("batched on the CPUs: matrices scaled near the ends of the ra
     }
 }
 
+// Every entry below the safe minimum / 8 (1 / pivot overflows): LAPACK's GETF2 divides.
+TEST_CASE_TEMPLATE("batched on the CPUs: pivots below the safe minimum", T, float, double) {
+  const tb::place p = cpu_place();
+  for (int n : {2, 5, 12, 17, 32}) tb::lu_case<T>(p, tb::layout::strided, n, 37, false, std::numeric_limits<T>::min() / 8);
+}
+
 TEST_CASE_TEMPLATE("batched on the CPUs: singular matrices get LAPACK's info, the batch goes on", T, float, double) {
   const tb::place p = cpu_place();
   for (int n : {1, 2, 3, 8, 17, 32}) tb::singular_case<T>(p, n);

@@ -7,6 +7,7 @@
 
 #include <cuda_runtime.h>
 
+#include <limits>
 #include <utility>
 
 #include "batched_cases.hpp"
@@ -80,6 +81,14 @@ TEST_CASE_TEMPLATE("batched on the GPU, device-resident: every n, both layouts, 
 TEST_CASE_TEMPLATE("batched on the GPU: singular matrices get LAPACK's info, the batch goes on", T, float, double) {
   const tb::place p = device_place();
   for (int n = 1; n <= bt::max_n; ++n) tb::singular_case<T>(p, n);
+}
+
+// Every entry below the safe minimum / 8, so that 1 / pivot overflows: the multipliers must be
+// LAPACK's quotients x / pivot (xGETF2), not x times an infinite reciprocal. Each LU path: a thread
+// (n = 2), shuffles (5, 17, 32), shared memory (12).
+TEST_CASE_TEMPLATE("batched on the GPU: pivots below the safe minimum divide, as LAPACK's GETF2", T, float, double) {
+  const tb::place p = device_place();
+  for (int n : {2, 5, 12, 17, 32}) tb::lu_case<T>(p, tb::layout::strided, n, 37, false, std::numeric_limits<T>::min() / 8);
 }
 
 TEST_CASE_TEMPLATE("batched on the GPU: NaN and Inf finish and stay in their matrix", T, float, double) {

@@ -60,7 +60,7 @@ double lu_residual(int n, const T* a, int lda, const T* lu, int ldlu, const int*
   const double an = norm1(n, n, a, lda);
   const double dn = norm1(n, n, d.data(), n);
   if (an == 0) return dn == 0 ? 0 : INFINITY;
-  return or_inf(dn / (double(n) * an * eps<T>()));
+  return or_inf(dn / an / (double(n) * eps<T>()));  // in this order: n an eps underflows for tiny A
 }
 
 template <class T>
@@ -76,7 +76,7 @@ double inverse_residual(int n, const T* a, int lda, const T* x, int ldx) {
     }
   const double an = norm1(n, n, a, lda), xn = norm1(n, n, x, ldx);
   if (an == 0 || xn == 0) return INFINITY;
-  return or_inf(norm1(n, n, r.data(), n) / (double(n) * an * xn * eps<T>()));
+  return or_inf(norm1(n, n, r.data(), n) / an / xn / (double(n) * eps<T>()));
 }
 
 template <class T>
@@ -93,7 +93,7 @@ double solve_residual(int n, int nrhs, const T* a, int lda, const T* x, int ldx,
       xn += std::fabs(double(x[i + std::size_t(j) * ldx]));
     }
     if (an == 0 || xn == 0) return rn == 0 ? 0 : INFINITY;
-    worst = std::max(worst, or_inf(rn / (double(n) * an * xn * eps<T>())));
+    worst = std::max(worst, or_inf(rn / an / xn / (double(n) * eps<T>())));
   }
   return worst;
 }
