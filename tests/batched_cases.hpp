@@ -171,14 +171,15 @@ void lapack_getrf(int n, long long count, std::vector<T>& a, std::vector<int>& i
 // Pivots equal LAPACK's. In double they must be identical; in single precision a near tie may go
 // the other way under a different order of rounding (the GPU's right-looking update against
 // OpenBLAS's recursive GETRF), so a few matrices (at most 1 in 50, each still passing the
-// residual) may differ. Returns the number that differ.
+// residual) may differ; so may a few in double with near_ties (matrices in the subnormal range).
+// Returns the number that differ.
 template <class T>
 long long compare_pivots(int n, long long count, const std::vector<int>& got, const std::vector<int>& want,
-                         bool exact) {
+                         bool exact, bool near_ties = false) {
   long long differ = 0;
   for (long long b = 0; b < count; ++b)
     if (!std::equal(got.begin() + b * n, got.begin() + (b + 1) * n, want.begin() + b * n)) ++differ;
-  if (exact || std::is_same_v<T, double>) {
+  if (!near_ties && (exact || std::is_same_v<T, double>)) {
     CHECK_MESSAGE(differ == 0, n, ": ", differ, " of ", count, " matrices have other pivots than LAPACK's");
   } else {
     CHECK_MESSAGE(differ * 50 <= std::max(count, 50LL), n, ": ", differ, " of ", count,
@@ -210,15 +211,7 @@ void lu_case(const place& p, layout lay, int n, long long count, bool exact_pivo
     for (T& v : ref) v /= scale;
   std::vector<int> rpiv, rinf;
   lapack_getrf(n, count, ref, rpiv, rinf);
-  if (scale == T(1)) {
-    compare_pivots<T>(n, count, piv, rpiv, exact_pivots);
-  } else {
-    long long differ = 0;
-    for (long long b = 0; b < count; ++b)
-      if (!std::equal(piv.begin() + b * n, piv.begin() + (b + 1) * n, rpiv.begin() + b * n)) ++differ;
-    CHECK_MESSAGE(differ * 50 <= std::max(count, 50LL), n, ": ", differ, " of ", count,
-                  " matrices have other pivots than LAPACK's");
-  }
+  compare_pivots<T>(n, count, piv, rpiv, exact_pivots, scale != T(1));
   double worst = 0;
   for (long long b = 0; b < count; ++b) {
     REQUIRE(inf[std::size_t(b)] == rinf[std::size_t(b)]);

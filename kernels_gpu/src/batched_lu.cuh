@@ -639,14 +639,16 @@ __global__ void __launch_bounds__(threads_per_block, halves_min_blocks<T, N>())
     inverse_halves_kernel(gpu_batch<T> A, gpu_batch<T> Ainv, int* __restrict__ info, long long count) {
   constexpr int warps = threads_per_block / 32, H = (N + 1) / 2;
   constexpr unsigned all = 0xFFFFFFFFu;
+  static_assert(group<T, N>::P == 32 && !group<T, N>::packed, "a whole warp a matrix");
   // Per warp, by step: the pivot row (its original index) and 1 / the pivot. Every row is the
   // pivot once; its place is then that step's (later swaps only move places beyond it).
   __shared__ int s_row[warps][N];
   __shared__ T s_inv[warps][N];
-  const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
-  const int rg = lane & 15, cg = lane >> 4;
-  const long long b = static_cast<long long>(blockIdx.x) * warps + warp;
-  if (b >= count) return;  // whole warps
+  // The pivot search is the row form's (find_pivot), lane l searching row l at place spos.
+  const group<T, N> grp(count);
+  if (grp.leaves()) return;
+  const int lane = grp.lane, warp = grp.g, rg = lane & 15, cg = lane >> 4;
+  const long long b = grp.b;
   const T* in = matrix_of(A, b);
   T a[2][H];
 #pragma unroll
@@ -656,11 +658,8 @@ __global__ void __launch_bounds__(threads_per_block, halves_min_blocks<T, N>())
       const int i = rg + 16 * q, j = H * cg + c;
       a[q][c] = i < N && j < N ? in[i + static_cast<long long>(j) * A.ld] : T(0);
     }
-  // The pivot search takes one row a lane: row `lane` (rg + 16 cg), at place spos.
-  const bool searches = lane < N;
   int spos = lane;
   int inf = 0;
-  using key_t = decltype(abs_key(T(0)));
 #pragma unroll 1
   for (int kg = 0; kg < 2; ++kg) {
     const int k0 = kg * H;  // the lanes of column group kg hold columns k0 .. k0 + H - 1
@@ -671,13 +670,9 @@ __global__ void __launch_bounds__(threads_per_block, halves_min_blocks<T, N>())
       T col[2];  // column k in this lane's rows
 #pragma unroll
       for (int q = 0; q < 2; ++q) col[q] = __shfl_sync(all, a[q][kk], rg + 16 * kg);
-      // The first place of largest |a| in column k among places >= k (find_pivot's rule).
-      const T x = cg ? col[1] : col[0];
-      const key_t key = searches && spos >= k ? abs_key(x) : key_t(0);
-      const unsigned w = group_argmax<32>(all, key, static_cast<unsigned>(spos * 32 + lane));
-      const int p = static_cast<int>(w & 31u), ppos = static_cast<int>(w >> 5);
-      if (spos == k) spos = ppos;
-      if (lane == p) spos = k;
+      const T x = cg ? col[1] : col[0];  // row `lane` (rg + 16 cg), this lane's in the search
+      int p, ppos;
+      find_pivot(grp, x, k, spos, p, ppos);
       const T piv = __shfl_sync(all, x, p);
       const T d = T(1) / piv;
       if (piv == T(0) && inf == 0) inf = k + 1;
