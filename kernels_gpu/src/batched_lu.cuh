@@ -51,13 +51,15 @@ inline constexpr bool packed_group = N > 2 && 32 / N > 32 / group_size<N>() && (
 // orders 11-16 are held to twelve blocks (40 registers): LU 3-7% faster (n = 13 / 16 0.735 /
 // 0.914 -> 0.685 / 0.851 ms), the inverse within 2%; sixteen blocks were no better, and in double
 // twelve blocks spilled (up to 4x slower at n = 13-16). Elsewhere a per-order bound where it
-// measured faster (docs/results/2026-11-24-batched-occupancy-h100.md): single 17-31 and double
-// 13-19 at eight blocks, double 20-24 at six, 11-12 at ten (single LU up to 13% faster, double
-// inverse up to 15%); single 6-16 at sixteen blocks and double 5-10 at ten gained nothing.
+// measured faster (docs/results/2026-11-24-batched-occupancy-h100.md): single 17-32 and double
+// 13-17 at eight blocks, double 18-19 at seven, 20-24 at six, 11-12 at ten (single LU up to 13%
+// faster, double inverse up to 15%; single n = 32 and double 18-19 later, LU 1-3% faster:
+// docs/results/2026-11-25-batched-lu-pivot-register-h100.md); single 6-16 at sixteen blocks and
+// double 5-10 at ten gained nothing.
 template <class T, int N>
 constexpr int min_blocks() {
-  if constexpr (sizeof(T) == 8) return N > 24 ? 5 : N > 19 ? 6 : N > 12 ? 8 : N > 10 ? 10 : 1;
-  else return N > 16 && N < 32 ? 8 : N >= 11 && N <= 16 ? 12 : 1;
+  if constexpr (sizeof(T) == 8) return N > 24 ? 5 : N > 19 ? 6 : N > 17 ? 7 : N > 12 ? 8 : N > 10 ? 10 : 1;
+  else return N > 16 ? 8 : N >= 11 && N <= 16 ? 12 : 1;
 }
 
 // Whole-warp groups (n > 16) send the pivot row by shuffles: every lane needs all of it each step,
