@@ -406,13 +406,12 @@ __device__ __forceinline__ void load_row(const group<T, N>& grp, const T* a, int
 
 // GETRF's results: this lane's row written once, at its final place pos; the pivots; info.
 template <class T, int N>
-__device__ __forceinline__ void store_lu(const group<T, N>& grp, const shared_rows<T, N>& s, T* a, int ld,
-                                         const T (&r)[N], int pos, int inf, int my_piv, int* ipiv, int* info) {
+__device__ __forceinline__ void store_lu(const group<T, N>& grp, T* a, int ld, const T (&r)[N], int pos, int inf,
+                                         int my_piv, int* ipiv, int* info) {
   if (!grp.active) return;
 #pragma unroll
   for (int j = 0; j < N; ++j) a[pos + static_cast<long long>(j) * ld] = r[j];
-  if constexpr (lu_by_shuffles<N>) ipiv[grp.b * N + grp.lane] = my_piv;
-  else ipiv[grp.b * N + grp.lane] = s.piv[grp.g][grp.lane];
+  ipiv[grp.b * N + grp.lane] = my_piv;
   if (grp.lane == 0) info[grp.b] = inf;
 }
 
@@ -427,13 +426,16 @@ __device__ __forceinline__ void lu_in_registers(const group<T, N>& grp, shared_r
     int plane, ppos;
     find_pivot(grp, r[k], k, pos, plane, ppos);
     if constexpr (Solve) piv_lane[k] = plane;
+    // Lane k keeps pivot k in a register and writes it at the end: the pivot lane's store to
+    // shared memory had cost six instructions a step (its address was recomputed each time).
+    // H100, 2^20 matrices, two runs, ms: double n = 17 / 24 / 32 2.37 / 4.41 / 7.22-7.23 ->
+    // 2.25 / 4.19-4.20 / 6.89-6.94; single n = 17 / 31 1.55 / 3.68-3.71 -> 1.47 / 3.44; single
+    // n = 32 and the shuffle orders below 17 within 1%. The shared-memory orders (9-16) too, where
+    // the store sat in the pivot lane's branch: double n = 12 / 15 0.944 / 1.310 -> 0.917 / 1.289,
+    // single n = 15 0.826 -> 0.786, double n = 9 / 10 0.529 / 0.615 -> 0.542 / 0.621
+    // (docs/results/2026-11-25-batched-lu-pivot-register-h100.md).
+    if (grp.lane == k) my_piv = ppos + 1;
     if constexpr (lu_by_shuffles<N>) {
-      // Lane k keeps pivot k in a register and writes it at the end: the pivot lane's store to
-      // shared memory had cost six instructions a step (its address was recomputed each time).
-      // H100, 2^20 matrices, two runs, ms: double n = 17 / 24 / 32 2.37 / 4.41 / 7.22-7.23 ->
-      // 2.25 / 4.19-4.20 / 6.89-6.94; single n = 17 / 31 1.55 / 3.68-3.71 -> 1.47 / 3.44; single
-      // n = 32 and the orders below 17 within 1% (docs/results/2026-11-25-batched-lu-pivot-register-h100.md).
-      if (grp.lane == k) my_piv = ppos + 1;
       const T p = grp.shfl(r[k], plane);
       // A zero pivot: the column below is all zero (or NaN), nothing to eliminate. Predicated, not
       // a branch: a branch around the step's shuffles made the compiler add convergence barriers
@@ -454,7 +456,6 @@ __device__ __forceinline__ void lu_in_registers(const group<T, N>& grp, shared_r
     } else {
       T* row = s.row[grp.g][k & 1];
       if (grp.lane == plane) {
-        s.piv[grp.g][k] = ppos + 1;
 #pragma unroll
         for (int j = k; j < N; ++j) row[j] = r[j];
         row[N] = T(1) / r[k];
@@ -487,7 +488,7 @@ __global__ void __launch_bounds__(threads_per_block, min_blocks<T, N>())
   int pos = grp.lane, inf = 0;
   int piv_lane[N], my_piv = 0;
   lu_in_registers<T, N, false>(grp, s, r, pos, inf, piv_lane, my_piv);
-  store_lu(grp, s, a, A.ld, r, pos, inf, my_piv, ipiv, info);
+  store_lu(grp, a, A.ld, r, pos, inf, my_piv, ipiv, info);
 }
 
 // ---- inverse: Gauss-Jordan in place, fused with the pivoting ----------------------------------
@@ -943,7 +944,7 @@ __global__ void __launch_bounds__(threads_per_block)
   int pos = grp.lane, inf = 0;
   int piv_lane[N], my_piv = 0;
   lu_in_registers<T, N, true>(grp, s, r, pos, inf, piv_lane, my_piv);
-  store_lu(grp, s, a, A.ld, r, pos, inf, my_piv, ipiv, info);
+  store_lu(grp, a, A.ld, r, pos, inf, my_piv, ipiv, info);
   // LAPACK's GESV leaves B alone for a singular A (inf is the group's); such a group still takes
   // part in the substitution's shuffles, on zeros.
   const bool solve = grp.active && inf == 0;
