@@ -4,7 +4,7 @@
 // gpu_sssmqr against a loop of TPMQRT over a panel factored by a chain of TPQRT (partial last
 // tile row, kk not a multiple of ib, odd column counts, both T layouts, prepared factors reused
 // over column ranges, A1 with its own leading dimension),
-// gpu_ormqr against GEMQRT, plus argument errors. Rows of A1's tile row beyond kk and the padding
+// gpu_ormqr against GEMQRT, gpu_tpqrt_chain against TPQRT and TPMQRT, plus argument errors. Rows of A1's tile row beyond kk and the padding
 // of every device matrix must come back untouched. Without a CUDA device: exit 77 (skipped).
 #include <doctest/doctest.h>
 
@@ -245,6 +245,80 @@ TEST_CASE_TEMPLATE("gpu_tsmqr_fused and gpu_larfb_fused equal LAPACK TPMQRT and 
   MESSAGE("tsmqr_fused: largest relative error " << worst_tsmqr << ", larfb_fused: " << worst_larfb);
 }
 
+// The persistent [R; U] QR of the added rows (kernels::gpu_tpqrt_chain) against LAPACK TPQRT with
+// nb = 32 (the same panels, so the same R, V and T up to rounding) and TPMQRT on the right-hand
+// sides; max_grid forces several slabs a thread block (the waits on later panels). R's strict
+// lower part and every padding must come back untouched.
+TEST_CASE_TEMPLATE("gpu_tpqrt_chain equals LAPACK TPQRT (nb 32) and TPMQRT", T, float, double) {
+  struct shape { int m, p, nrhs, max_grid; };
+  double worst = 0;
+  for (const shape s : {shape{1, 1, 0, 0}, shape{5, 3, 1, 0}, shape{32, 40, 2, 0}, shape{70, 128, 3, 0},
+                        shape{70, 129, 0, 0}, shape{97, 17, 5, 2}, shape{200, 500, 33, 3},
+                        shape{100, 512, 1, 1}, shape{257, 64, 64, 0}}) {
+    CAPTURE(s.m);
+    CAPTURE(s.p);
+    CAPTURE(s.nrhs);
+    CAPTURE(s.max_grid);
+    mat<T> R(s.m, s.m, 3), U(s.p, s.m, 2), C1(s.m, std::max(s.nrhs, 1), 1), C2(s.p, std::max(s.nrhs, 1), 4);
+    R.randomize();
+    for (int j = 0; j < s.m; ++j) {  // well conditioned, so that R's entries compare normwise
+      R(j, j) = T(double(R(j, j)) + (R(j, j) < 0 ? -2.0 : 2.0));
+      for (int i = j + 1; i < s.m; ++i) R(i, j) = T(0.5 * i);  // must stay as it is
+    }
+    U.randomize();
+    C1.randomize();
+    C2.randomize();
+    mat<T> Rr = R, Ur = U, C1r = C1, C2r = C2, Tr(32, s.m);
+    for (auto& x : Tr.a) x = T(0);
+    REQUIRE(tpqrt(s.p, s.m, std::min(32, s.m), Rr.data(), Rr.ld, Ur.data(), Ur.ld, Tr.data(), Tr.ld) == 0);
+    if (s.nrhs > 0)
+      REQUIRE(tpmqrt(s.p, s.nrhs, s.m, std::min(32, s.m), Ur.data(), Ur.ld, Tr.data(), Tr.ld, C1r.data(), C1r.ld,
+                     C2r.data(), C2r.ld) == 0);
+    mat<T> Tg(32, s.m);
+    for (auto& x : Tg.a) x = T(0);
+    blas b;
+    dev<T> dR(R), dU(U), dC1(C1), dC2(C2), dT(Tg);
+    dev<int> work(gpu_tpqrt_chain_workspace(s.m) / sizeof(int));
+    REQUIRE(gpu_tpqrt_chain<T>(s.m, s.p, s.nrhs, dR.p, R.ld, dU.p, U.ld, dC1.p, C1.ld, dC2.p, C2.ld, dT.p, work.p,
+                               gpu_tpqrt_chain_workspace(s.m), b.s, s.max_grid));
+    b.sync();
+    mat<T> Rg = R, Ug = U, C1g = C1, C2g = C2;
+    dR.get(Rg);
+    dU.get(Ug);
+    dC1.get(C1g);
+    dC2.get(C2g);
+    dT.get(Tg);
+    const double tol = tolerance<T>(s.m + s.p);
+    // R: upper triangles compared; the strict lower part as it was.
+    mat<T> Ru = Rr, Rgu = Rg;
+    bool lower_kept = true;
+    for (int j = 0; j < s.m; ++j)
+      for (int i = j + 1; i < R.ld; ++i) {
+        lower_kept = lower_kept && Rg(i, j) == R(i, j);
+        Ru(i, j) = Rgu(i, j) = T(0);
+      }
+    CHECK(lower_kept);
+    // T: the upper triangle of each panel's block (LAPACK leaves the rest alone).
+    for (int j = 0; j < s.m; ++j)
+      for (int i = j % 32 + 1; i < 32; ++i) Tr(i, j) = Tg(i, j) = T(0);
+    const double eR = rel_error(Rgu, Ru), eU = rel_error(Ug, Ur), eT = rel_error(Tg, Tr);
+    CHECK(eR <= tol);
+    CHECK(eU <= tol);
+    CHECK(eT <= tol);
+    CHECK(same_outside(Ug, U, 0, s.p));
+    worst = std::max({worst, eR, eU, eT});
+    if (s.nrhs > 0) {
+      const double e1 = rel_error(C1g, C1r), e2 = rel_error(C2g, C2r);
+      CHECK(e1 <= tol);
+      CHECK(e2 <= tol);
+      CHECK(same_outside(C1g, C1, 0, s.m));
+      CHECK(same_outside(C2g, C2, 0, s.p));
+      worst = std::max({worst, e1, e2});
+    }
+  }
+  MESSAGE("gpu_tpqrt_chain: largest relative error " << worst);
+}
+
 // A tile column of step k as the hybrid QR sees it: the panel factored by a chain of TSQRTs
 // (R carried down), the trailing tile rows updated by a loop of TPMQRT on the host.
 TEST_CASE_TEMPLATE("gpu_sssmqr equals a loop of LAPACK TPMQRT down a panel", T, float, double) {
@@ -429,6 +503,18 @@ TEST_CASE("bad arguments are rejected by name, the handle's pointer mode is kept
   CHECK(message([&] {
           gpu_ormqr<double>(8, 8, 9, 4, p, 8, p, 4, p, 8, p, buf.n, b.h);
         }).find("gpu_ormqr: k = 9") != std::string::npos);
+  CHECK(message([&] {
+          gpu_tpqrt_chain<double>(8, 4, 0, p, 8, p, 3, nullptr, 1, nullptr, 1, p, p, buf.n, b.s);
+        }).find("gpu_tpqrt_chain: ldu = 3") != std::string::npos);
+  CHECK(message([&] {
+          gpu_tpqrt_chain<double>(64, 4, 0, p, 64, p, 4, nullptr, 1, nullptr, 1, p, p, 2, b.s);
+        }).find("lwork") != std::string::npos);
+  CHECK(message([&] {
+          gpu_tpqrt_chain<double>(8, 4, 1, p, 8, p, 4, p, 7, p, 4, p, p, buf.n, b.s);
+        }).find("ldc1") != std::string::npos);
+  // Too many rows for a thread block's registers: false, nothing done.
+  CHECK_FALSE(gpu_tpqrt_chain<double>(8, gpu_tpqrt_chain_max_rows + 1, 0, p, 8, p, gpu_tpqrt_chain_max_rows + 1,
+                                      nullptr, 1, nullptr, 1, p, p, buf.n * sizeof(double), b.s));
   CHECK(message([&] {
           gpu_sssmqr_apply<double>(2, 8, 8, 8, 8, p, 8, p, 16, p, 16, nullptr, p, buf.n, b.h);
         }).find("factors") != std::string::npos);

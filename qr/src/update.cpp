@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 
 #include "tessera/kernels_gpu/gpu_geqrt.hpp"
+#include "tessera/kernels_gpu/gpu_tpqrt.hpp"
 #endif
 
 #include "tessera/kernels_cpu/blas_threads.hpp"
@@ -62,14 +63,14 @@ int panel_width(int given, target on, int delete_p = 0, bool q_kept = true, bool
   return on == target::gpu && delete_p >= 200 ? 128 : 64;
 }
 
-// Adding p rows on the GPU: 32 where the (32 + p) x 32 panel is one kernel, so that each panel and
-// its reflectors are two kernels instead of a panel and apply_left's five calls; else the default,
-// 64, where nb 32 (the spilled 576-thread panel kernel) was 0-11% slower in double. H100, R only,
-// two rounds against d9ae4be's 64 (docs/results/2026-11-24-insert-rows-fused-h100.md): single 200
-// rows to 8000 x 3000 0.0064-0.0067 s against 0.0113-0.0118, 500 rows to 14000 x 3000
-// 0.0113-0.0117 against 0.0137-0.0139; double 200 rows 0.0088-0.0089 against 0.0100-0.0104.
+// Adding p rows on the GPU: 32, the persistent kernel's width (kernels::gpu_tpqrt_chain), up to
+// the rows it holds; beyond, 32 where the (32 + p) x 32 panel is one kernel, else the default 64
+// (docs/results/2026-11-24-insert-rows-fused-h100.md).
 int insert_rows_width(int given, target on, int p, bool single, int otherwise) {
   if (given > 0) return given;
+#if TESSERA_QR_CUDA
+  if (on == target::gpu && p <= kernels::gpu_tpqrt_chain_max_rows) return 32;
+#endif
   return one_kernel_panel(on, 32 + p, single) ? 32 : otherwise;
 }
 

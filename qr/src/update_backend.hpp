@@ -168,6 +168,13 @@ struct host_backend {
   bool tp_apply(int, int, int, int, const T*, int, const T*, int, T*, int, T*, int) {
     return false;
   }
+  // [R; U] := its QR factor, panels of 32 columns (V = [I; U's columns] into U, panel t's T at
+  // Tm + 1024 t, ld 32), [C1; C2] := Q^T [C1; C2], in one call where the backend has one (the GPU's
+  // kernels::gpu_tpqrt_chain); false: the caller factors the panels one by one. work: flags.
+  template <class T>
+  bool tp_chain(int, int, int, int, T*, int, T*, int, T*, int, T*, int, T*, T*, std::size_t) {
+    return false;
+  }
   // C (h x other) := H^T C with V (h x nb) explicit, in one call where the backend has one (the
   // GPU's kernels::gpu_larfb_fused, single precision, nb <= 32); false: apply_explicit's calls.
   template <class T>
@@ -289,6 +296,9 @@ struct gpu_backend {
   template <class T>
   bool tp_apply(int lane, int nb, int p, int ncols, const T* v, int ldv, const T* Tm, int ldt, T* Ctop,
                 int ldct, T* Cbot, int ldcb);
+  template <class T>
+  bool tp_chain(int lane, int m, int p, int nrhs, T* R, int ldr, T* U, int ldu, T* C1, int ldc1, T* C2,
+                int ldc2, T* Tm, T* work, std::size_t lwork);
   template <class T>
   bool explicit_apply(int lane, int h, int nb, int other, const T* V, int ldv, const T* Tm, int ldt, T* C,
                       int ldc);

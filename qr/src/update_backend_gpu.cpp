@@ -13,6 +13,7 @@
 #include "tessera/kernels_gpu/gpu_fill.hpp"
 #include "tessera/kernels_gpu/gpu_geqrt.hpp"
 #include "tessera/kernels_gpu/gpu_givens.hpp"
+#include "tessera/kernels_gpu/gpu_tpqrt.hpp"
 #include "tessera/kernels_gpu/gpu_larfb.hpp"
 #include "tessera/kernels_gpu/gpu_tsmqr.hpp"
 #include "tessera/sched/memory.hpp"
@@ -246,6 +247,13 @@ bool gpu_backend::tp_apply(int lane, int nb, int p, int ncols, const T* v, int l
   return true;
 }
 
+template <class T>
+bool gpu_backend::tp_chain(int lane, int m, int p, int nrhs, T* R, int ldr, T* U, int ldu, T* C1, int ldc1, T* C2,
+                           int ldc2, T* Tm, T* work, std::size_t lwork) {
+  return kernels::gpu_tpqrt_chain(m, p, nrhs, R, ldr, U, ldu, C1, ldc1, C2, ldc2, Tm, work, lwork * sizeof(T),
+                                  _r->s[lane]);
+}
+
 // One kernel in single precision only. H100, deleting 100 or 200 columns of 6000 x 3000 without Q, two
 // rounds: single 1.1-1.5x faster at k = 0 .. 2500 (k = 2000, p = 100: 0.00167-0.00169 s against
 // 0.00218-0.00250), double 5-8% slower at k = 0 and 1000 (cuBLAS's FP64 GEMMs run on the tensor
@@ -327,6 +335,8 @@ void gpu_backend::download(int lane, int m, int n, const T* d, int ldd, T* h, in
   template void gpu_backend::triu_copy<T>(int, int, int, const T*, int, T*, int);                 \
   template void gpu_backend::split_panel<T>(int, int, int, T*, int, T*, int);                     \
   template bool gpu_backend::tp_apply<T>(int, int, int, int, const T*, int, const T*, int, T*, int, T*, int); \
+  template bool gpu_backend::tp_chain<T>(int, int, int, int, T*, int, T*, int, T*, int, T*, int, T*, T*,    \
+                                         std::size_t);                                                   \
   template bool gpu_backend::explicit_apply<T>(int, int, int, int, const T*, int, const T*, int, T*, int); \
   template std::size_t gpu_backend::panel_work_size<T>(int, int) const;                           \
   template void gpu_backend::panel_qr<T>(int, int, int, T*, int, T*, int, T*, std::size_t);       \

@@ -4,6 +4,7 @@
 #include <tessera/kernels_gpu/gpu_ormqr.hpp>
 #include <tessera/kernels_gpu/gpu_sssmqr.hpp>
 #include <tessera/kernels_gpu/gpu_tsmqr.hpp>
+#include <tessera/kernels_gpu/gpu_tpqrt.hpp>
 #include <tessera/kernels_gpu/gpu_geqrt.hpp>
 #include <tessera/kernels_gpu/gpu_larfb.hpp>
 #include <tessera/kernels_gpu/gpu_full_t.hpp>

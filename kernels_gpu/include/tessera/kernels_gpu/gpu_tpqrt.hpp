@@ -1,0 +1,35 @@
+#pragma once
+// [R; U] := its QR factor in one persistent kernel (LAPACK TPQRT with l = 0 over the whole
+// matrix): the QR updates' added rows (issue #18). R is m x m upper triangular, U p x m. Panels of
+// 32 columns each: reflector j of panel t is [e_j; 0; u_j], so R stays triangular and each panel
+// touches 32 rows of R and the p rows of U. Thread block b owns the 32-column slabs b, b + grid,
+// ... of [R; U]: it applies each earlier panel to its slab as soon as that panel's flag is set,
+// then factors its own slab and sets its flag. The chain of panels costs one panel and one apply a
+// step; every other apply runs beside it on the other SMs, with no launch between them.
+#include <cstddef>
+
+#include <cuda_runtime.h>
+
+namespace tessera::kernels {
+
+// The largest p gpu_tpqrt_chain takes (its slab of U lives in a thread block's registers).
+inline constexpr int gpu_tpqrt_chain_max_rows = 512;
+
+// Workspace (bytes) gpu_tpqrt_chain needs for m columns: one flag a panel.
+inline std::size_t gpu_tpqrt_chain_workspace(int m) { return std::size_t((m + 31) / 32 + 1) * sizeof(int); }
+
+// On `stream`: [R; U] = Q [R'; 0] with Q = H_0 ... H_{m-1}, H_j = I - tau_j [e_j; u_j][e_j; u_j]^T.
+// R (m x m, ldr: its upper triangle read, R' written there; the strict lower part untouched),
+// U (p x m, ldu: the u_j written there, column j of panel t in column 32 t + j), T: panel t's
+// 32 x 32 upper triangular factor at T + 1024 t (ld 32; the last panel's jb x jb part), so that
+// H_{32t} ... H_{32t+jb-1} = I - V_t T_t V_t^T, V_t = [I; U's columns of panel t] (LAPACK TPQRT's
+// V and T). The nrhs columns [C1; C2] (C1 m x nrhs, ldc1; C2 p x nrhs, ldc2) get Q^T as well
+// (the right-hand sides). Computed in double for T = float too. Returns false, having done
+// nothing, where it cannot run (p > gpu_tpqrt_chain_max_rows, or the device cannot hold every
+// thread block at once); the caller then takes another path. Throws on bad arguments and CUDA errors.
+// max_grid > 0 caps the thread blocks (tests: several slabs a block).
+template <class T>
+bool gpu_tpqrt_chain(int m, int p, int nrhs, T* R, int ldr, T* U, int ldu, T* C1, int ldc1, T* C2, int ldc2,
+                     T* Tf, void* work, std::size_t lwork, cudaStream_t stream, int max_grid = 0);
+
+}  // namespace tessera::kernels

@@ -1,0 +1,541 @@
+// [R; U] := its QR factor in one persistent kernel (gpu_tpqrt.hpp): the chain of 32-column panels
+// of the QR updates' added rows (issue #18), where a launch per panel and per apply (about 5 us
+// each) and a panel kernel of 2-3 us a column made the chain cost 100-200 us a panel.
+//
+// One thread block (16 warps) a slab of 32 columns, the slab's p <= 512 rows of U in registers:
+// warp w holds columns 8 (w / 4) .. + 7 (its column group) and row quarter w % 4; lane l holds
+// column 8 (w / 4) + l / 4, rows 8 b + 2 (l % 4) + h of its quarter (b < QB, h < 2). That is at
+// once the B operand of the tensor cores' FP64 mma (m8n8k4) for W = V^T U (its k index is l % 4,
+// the rows' order inside a sum does not matter) and the accumulator of U^T := U^T - W^T V^T, so
+// both products of an apply run on the tensor cores from registers, V and W staged in shared
+// memory. A group's 4 warps sit on the 4 schedulers.
+// A panel goes by column groups: the group's 4 warps factor its 8 columns (one 128-thread barrier
+// a column), then the later groups take its 8 reflectors on the tensor cores; Gram entries between
+// groups come from one more product at the end, and T from LARFT's recurrence. Columns are
+// equilibrated by powers of two first (equilibrate.hpp), as every other panel kernel is.
+// Slabs wait for panels through flags (release/acquire at device scope); a cooperative launch
+// guarantees that every block is resident, so the waits always end.
+#include <algorithm>
+#include <cmath>
+
+#include <tessera/kernels_gpu/gpu_tpqrt.hpp>
+
+#include "check.hpp"
+#include "equilibrate.hpp"
+
+namespace tessera::kernels::detail {
+namespace {
+
+constexpr int warps = 16, threads = 32 * warps;
+constexpr unsigned full_mask = 0xffffffffu;
+constexpr int ld33 = 33;  // 32 x 32 blocks in shared memory, padded
+
+// QB blocks of 8 rows a row quarter: p <= 32 QB rows.
+template <int QB>
+struct shape {
+  static constexpr int rows = 32 * QB;
+  static constexpr int ldv = rows + 1;  // V staged as Vs[i][row]: ldv = 1 mod 16 (see the i maps)
+  static constexpr int vs = 32 * ldv, wp = 4 * 32 * ld33, ts = 32 * ld33;
+  // The panel's arrays: V's 4 groups inside Vs, the Gram's quarters inside Wp, R's block in Ts.
+  static constexpr int vf_group = 4 * QB * 2 * 32, vf = 0, gq = vs, rs = vs + wp;
+  static_assert(4 * vf_group <= vs && 4 * 32 * 32 <= wp, "the panel's arrays fit");
+  static constexpr int gram = rs + ts, ff = gram + 32 * ld33, red = ff + 8 * 32, tau = red + 2 * 32,
+                       cmax = tau + 32, expo = cmax + 4 * 32;
+  static constexpr int xs = expo + 32;  // even: 16-byte aligned
+  static constexpr int doubles = xs + rows;
+};
+
+// The reflector index of fragment slot (tile, n or k) in the two products, chosen so that a
+// warp's 64-bit loads of Vs[i * ldv + row] hit distinct banks (ldv = 1 mod 16: bank = i + row).
+// Product 1 (A = V^T, lane (n, k) reads row base + 2k): i mod 16 over a half warp's n is
+// {0, 1, 8, 9} (+ 2 for n >= 4), + 2k: 16 distinct. Product 2 (B = V^T, lane (k, n) reads row
+// base + n): i mod 16 over k is {0, 4, 8, 12}, + n.
+__device__ __forceinline__ int i_product1(int tile, int n) {
+  return (n & 1) + 2 * (n >> 2) + 4 * (tile & 1) + 8 * ((n >> 1) & 1) + 16 * (tile >> 1);
+}
+__device__ __forceinline__ int i_product2(int kk, int k) { return 4 * k + (kk & 3) + 16 * (kk >> 2); }
+
+// D (8 x 8, two values a lane) += A (8 x 4, one) B (4 x 8, one), FP64 on the tensor cores.
+__device__ __forceinline__ void dmma(double& d0, double& d1, double a, double b) {
+  asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};"
+               : "+d"(d0), "+d"(d1)
+               : "d"(a), "d"(b));
+}
+
+__device__ __forceinline__ int load_acquire(const int* p) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void store_release(int* p, int v) {
+  asm volatile("st.release.gpu.global.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+template <class T>
+struct chain_args {
+  int m, p, nrhs, npanels, nslabs;
+  T* R;
+  int ldr;
+  T* U;
+  int ldu;
+  T* C1;
+  int ldc1;
+  T* C2;
+  int ldc2;
+  T* Tf;
+  int* flags;
+};
+
+// Lane geometry: column `col` of the slab, rows row0 + 8 b + h of [U] (b < QB, h < 2).
+struct lane_geometry {
+  int lane, warp, cq, rq, n8, k4, col, row0;
+  __device__ lane_geometry(int qb) {
+    lane = static_cast<int>(threadIdx.x) & 31;
+    warp = static_cast<int>(threadIdx.x) >> 5;
+    cq = warp >> 2;
+    rq = warp & 3;
+    n8 = lane >> 2;
+    k4 = lane & 3;
+    col = 8 * cq + n8;
+    row0 = 8 * qb * rq + 2 * k4;
+  }
+};
+
+// [top; a] := H_t^T [top; a] for panel t (top: the slab's 32 rows of R or C1 at the panel's rows).
+template <class T, int QB>
+__device__ __forceinline__ void apply_panel(const chain_args<T>& g, int t, T* top, int ldtop, int jb,
+                                            double (&a)[QB][2], double* sm, const lane_geometry& L) {
+  using S = shape<QB>;
+  double* Vs = sm;
+  double* Wp = sm + S::vs;
+  double* Ts = Wp + S::wp;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int kb = min(32, g.m - 32 * t);
+  const T* V = g.U + static_cast<std::ptrdiff_t>(32 * t) * g.ldu;
+  const T* Tt = g.Tf + static_cast<std::ptrdiff_t>(t) * 1024;
+  // Stage V_t (zero past its reflectors and rows) and T_t (zero below the diagonal). Doubles by
+  // cp.async, the loads in flight at once; through L1, which the flag's acquire has just
+  // invalidated (CCTL.IVALL), so no line of U read before V_t was written survives.
+  if constexpr (sizeof(T) == 8) {
+    for (int idx = tid; idx < 32 * S::rows; idx += threads) {
+      const int i = idx / S::rows, row = idx % S::rows;
+      double* dst = Vs + i * S::ldv + row;
+      if (i < kb && row < g.p) {
+        const unsigned sa = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(sa), "l"(V + row + static_cast<std::ptrdiff_t>(i) * g.ldu) : "memory");
+      } else {
+        *dst = 0.0;
+      }
+    }
+    asm volatile("cp.async.wait_all;" ::: "memory");
+  } else {
+    for (int idx = tid; idx < 32 * S::rows; idx += threads) {
+      const int i = idx / S::rows, row = idx % S::rows;
+      Vs[i * S::ldv + row] =
+          i < kb && row < g.p ? static_cast<double>(__ldcg(V + row + static_cast<std::ptrdiff_t>(i) * g.ldu)) : 0.0;
+    }
+  }
+  for (int idx = tid; idx < 1024; idx += threads) {
+    const int i = idx & 31, k = idx >> 5;
+    Ts[i * ld33 + k] = i <= k && k < kb ? static_cast<double>(__ldcg(Tt + i + 32 * k)) : 0.0;
+  }
+  __syncthreads();
+  // W_partial (this quarter's rows) = V^T a: 4 tiles of 8 reflectors x this warp's 8 columns.
+  double acc[4][2] = {};
+#pragma unroll
+  for (int b = 0; b < QB; ++b)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = L.row0 + 8 * b + h;
+#pragma unroll
+      for (int tile = 0; tile < 4; ++tile)
+        dmma(acc[tile][0], acc[tile][1], Vs[i_product1(tile, L.n8) * S::ldv + row], a[b][h]);
+    }
+#pragma unroll
+  for (int tile = 0; tile < 4; ++tile)
+#pragma unroll
+    for (int e = 0; e < 2; ++e)
+      Wp[(L.rq * 32 + i_product1(tile, L.n8)) * ld33 + 8 * L.cq + 2 * L.k4 + e] = acc[tile][e];
+  __syncthreads();
+  // W = top + sum of the quarters (into Wp[0]); then W' = T^T W (into Wp[1]), top -= W'.
+  double keep[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int idx = tid + r * threads, i = idx & 31, c = idx >> 5;
+    double w = Wp[i * ld33 + c] + Wp[(32 + i) * ld33 + c] + Wp[(64 + i) * ld33 + c] + Wp[(96 + i) * ld33 + c];
+    keep[r] = i < kb && c < jb ? static_cast<double>(top[32 * t + i + static_cast<std::ptrdiff_t>(c) * ldtop]) : 0.0;
+    Wp[i * ld33 + c] = w + keep[r];
+  }
+  __syncthreads();
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int idx = tid + r * threads, i = idx & 31, c = idx >> 5;
+    double w = 0;
+    for (int k = 0; k <= i; ++k) w = fma(Ts[k * ld33 + i], Wp[k * ld33 + c], w);
+    Wp[(32 + i) * ld33 + c] = w;
+    if (i < kb && c < jb) top[32 * t + i + static_cast<std::ptrdiff_t>(c) * ldtop] = static_cast<T>(keep[r] - w);
+  }
+  __syncthreads();
+  // a^T := a^T - W'^T V^T, a quarter's 8-row blocks one accumulator tile each.
+  double wa[8];
+#pragma unroll
+  for (int kk = 0; kk < 8; ++kk) wa[kk] = -Wp[(32 + i_product2(kk, L.k4)) * ld33 + L.col];
+#pragma unroll
+  for (int b = 0; b < QB; ++b) {
+    const int row = 8 * QB * L.rq + 8 * b + L.n8;
+#pragma unroll
+    for (int kk = 0; kk < 8; ++kk) dmma(a[b][0], a[b][1], wa[kk], Vs[i_product2(kk, L.k4) * S::ldv + row]);
+  }
+}
+
+// The 4 warps of column group `group` (warps 4 group .. 4 group + 3) meet here; barrier 0 is
+// __syncthreads'.
+__device__ __forceinline__ void group_barrier(int group) {
+  asm volatile("bar.sync %0, 128;" ::"r"(1 + group) : "memory");
+}
+
+// V's group of 8 columns in the mma fragment order of its owners, Vf[rq][b][h][lane] = lane's
+// a[b][h] (lane = 4 reflector + k4, rows 8 b + 2 k4 + h of quarter rq).
+template <int QB>
+__device__ __forceinline__ int vf_index(int rq, int b, int h, int lane) {
+  return ((rq * QB + b) * 2 + h) * 32 + lane;
+}
+
+// Factor the slab's panel [R's diagonal block; a] (jb columns), write R's block, V (into U) and T,
+// and set the panel's flag. By groups of 8 columns: a group's 4 warps factor its columns (x from
+// its owner lanes through shared memory; one 128-thread barrier a column for the sums), then every
+// later group takes the 8 reflectors on the tensor cores (W = V^T a, f = the reflectors'
+// multipliers by forward substitution with the Gram entries, a -= V f).
+template <class T, int QB>
+__device__ __forceinline__ void factor_panel(const chain_args<T>& g, int s, T* top, int jb, double (&a)[QB][2],
+                                             double* sm, const lane_geometry& L) {
+  using S = shape<QB>;
+  double* Vf = sm + S::vf;
+  double* Gq = sm + S::gq;  // the Gram's quarters [rq][32][32]; in a group's apply W's, [rq][8][32]
+  double* Rs = sm + S::rs;
+  double* gram = sm + S::gram;
+  double* ff = sm + S::ff;
+  double* red = sm + S::red;
+  double* xs = sm + S::xs;
+  double* taus = sm + S::tau;
+  double* cmax = sm + S::cmax;
+  double* expo = sm + S::expo;
+  const int tid = static_cast<int>(threadIdx.x);
+  __syncthreads();  // the last apply's reads of shared memory are done
+  for (int idx = tid; idx < 1024; idx += threads) {
+    const int i = idx & 31, c = idx >> 5;
+    Rs[i * ld33 + c] =
+        i <= c && c < jb ? static_cast<double>(top[32 * s + i + static_cast<std::ptrdiff_t>(c) * g.ldr]) : 0.0;
+    gram[i * ld33 + c] = 0.0;  // entries past jb stay 0 (their tau is 0)
+  }
+  if (tid < 32) taus[tid] = 0.0;
+  {  // A := A D, D = diag(2^-e_c): every column's max-abs in [1/2, 1)
+    double mx = 0;
+#pragma unroll
+    for (int b = 0; b < QB; ++b) mx = fmax(mx, fmax(fabs(a[b][0]), fabs(a[b][1])));
+    mx = fmax(mx, __shfl_xor_sync(full_mask, mx, 1));
+    mx = fmax(mx, __shfl_xor_sync(full_mask, mx, 2));
+    if (L.k4 == 0) cmax[L.rq * 32 + L.col] = mx;
+  }
+  __syncthreads();
+  if (tid < 32) {
+    double mx = fmax(fmax(cmax[tid], cmax[32 + tid]), fmax(cmax[64 + tid], cmax[96 + tid]));
+    for (int i = 0; i <= tid; ++i) mx = fmax(mx, fabs(Rs[i * ld33 + tid]));
+    expo[tid] = exponent_of_max(mx);
+  }
+  __syncthreads();
+  {
+    // Times 2^-e, a double for e in [-1021, 1024]: the same correctly rounded product as scalbn.
+    const double d = scalbn(1.0, -static_cast<int>(expo[L.col]));
+#pragma unroll
+    for (int b = 0; b < QB; ++b)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) a[b][h] *= d;
+    for (int idx = tid; idx < 1024; idx += threads) {
+      const int i = idx & 31, c = idx >> 5;
+      Rs[i * ld33 + c] = scalbn(Rs[i * ld33 + c], -static_cast<int>(expo[c]));
+    }
+  }
+  __syncthreads();
+
+  const int ngroups = (jb + 7) / 8;
+  const bool writer = L.rq == 0 && L.k4 == 0;
+  for (int grp = 0; grp < ngroups; ++grp) {
+    double* Vg = Vf + grp * S::vf_group;
+    if (L.cq == grp) {
+      // Reflectors 8 grp .. from alpha = R(j, j) and x = a(:, j) (LARFG as in
+      // householder_short.cu: tau = 0 where the remaining column is negligible).
+      for (int j = 8 * grp; j < min(jb, 8 * grp + 8); ++j) {
+        double* rb = red + (j & 1) * 32;  // [rq][the 8 sums x^T a_c]
+        const double alpha = Rs[j * ld33 + j];
+        const double rjc = Rs[j * ld33 + L.col];
+        // x = a(:, j) through shared memory: its owner lanes hold the warp's rows of it.
+        __syncwarp();
+        if (L.col == j)
+#pragma unroll
+          for (int b = 0; b < QB; ++b) *reinterpret_cast<double2*>(xs + L.row0 + 8 * b) = make_double2(a[b][0], a[b][1]);
+        __syncwarp();
+        // Four loads in flight at a time (the loads' latency, not the FMAs, bounds this loop).
+        double d0 = 0, d1 = 0;
+#pragma unroll
+        for (int b0 = 0; b0 < QB; b0 += 4) {
+          double2 x[4];
+#pragma unroll
+          for (int i = 0; i < 4; ++i) x[i] = *reinterpret_cast<const double2*>(xs + L.row0 + 8 * (b0 + i));
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            d0 = fma(x[i].x, a[b0 + i][0], d0);
+            d1 = fma(x[i].y, a[b0 + i][1], d1);
+          }
+        }
+        double dot = d0 + d1;
+        dot += __shfl_xor_sync(full_mask, dot, 1);
+        dot += __shfl_xor_sync(full_mask, dot, 2);
+        if (L.k4 == 0) rb[L.rq * 8 + L.n8] = dot;
+        group_barrier(grp);
+        const int jj = j & 7;
+        const double sigma = rb[jj] + rb[8 + jj] + rb[16 + jj] + rb[24 + jj];  // x^T x
+        const double tot = rb[L.n8] + rb[8 + L.n8] + rb[16 + L.n8] + rb[24 + L.n8];
+        double tj = 0, scale = 0, beta = alpha;
+        const double s2 = alpha * alpha + sigma;
+        if (sigma != 0.0 && !(s2 < static_cast<double>(negligible_square<T>()))) {
+          const double r = rsqrt(s2), norm = s2 * r;
+          beta = -copysign(norm, alpha);
+          tj = fma(fabs(alpha), r, 1.0);
+          scale = copysign(1.0 / (fabs(alpha) + norm), alpha);
+        }
+        // H_j on the columns col > j: w = R(j, col) + v^T a, v = scale x.
+        const bool later = L.col > j;
+        const double f = tj * fma(scale, tot, rjc), fs = f * scale;
+        if (later)
+#pragma unroll
+          for (int b0 = 0; b0 < QB; b0 += 4) {
+            double2 x[4];
+#pragma unroll
+            for (int i = 0; i < 4; ++i) x[i] = *reinterpret_cast<const double2*>(xs + L.row0 + 8 * (b0 + i));
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              a[b0 + i][0] = fma(-fs, x[i].x, a[b0 + i][0]);
+              a[b0 + i][1] = fma(-fs, x[i].y, a[b0 + i][1]);
+            }
+          }
+        if (later) {
+          if (writer) Rs[j * ld33 + L.col] = rjc - f;
+        } else if (L.col == j) {  // the column becomes v
+#pragma unroll
+          for (int b = 0; b < QB; ++b) a[b][0] *= scale, a[b][1] *= scale;
+          if (writer) Rs[j * ld33 + j] = beta, taus[j] = tj;
+        } else if (writer) {  // col < j: a holds v_col, so the sum is G(col, j) = v_col^T v_j
+          gram[L.col * ld33 + j] = scale * tot;
+        }
+      }
+#pragma unroll
+      for (int b = 0; b < QB; ++b)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) Vg[vf_index<QB>(L.rq, b, h, L.lane)] = a[b][h];
+    }
+    __syncthreads();
+    if (8 * (grp + 1) >= jb) break;
+    // The later groups' columns take the group's reflectors: W = R(rows of the group, :) + V^T a ...
+    if (L.cq > grp) {
+      double acc0 = 0, acc1 = 0;
+#pragma unroll
+      for (int b = 0; b < QB; ++b)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) dmma(acc0, acc1, Vg[vf_index<QB>(L.rq, b, h, L.lane)], a[b][h]);
+      Gq[(L.rq * 8 + L.n8) * 32 + 8 * L.cq + 2 * L.k4] = acc0;
+      Gq[(L.rq * 8 + L.n8) * 32 + 8 * L.cq + 2 * L.k4 + 1] = acc1;
+    }
+    __syncthreads();
+    // ... f_i = tau_i (W_i - sum_{k<i} G(k, i) f_k), the multipliers of the reflectors in turn ...
+    if (tid >= 8 * (grp + 1) && tid < 32) {
+      double fv[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        const int r = 8 * grp + i;
+        double w = Rs[r * ld33 + tid] + Gq[i * 32 + tid] + Gq[(8 + i) * 32 + tid] + Gq[(16 + i) * 32 + tid] +
+                   Gq[(24 + i) * 32 + tid];
+#pragma unroll
+        for (int k = 0; k < i; ++k) w = fma(-gram[(8 * grp + k) * ld33 + r], fv[k], w);
+        fv[i] = taus[r] * w;
+        Rs[r * ld33 + tid] -= fv[i];
+        ff[i * 32 + tid] = fv[i];
+      }
+    }
+    __syncthreads();
+    // ... and a -= V f.
+    if (L.cq > grp) {
+      const double f0 = -ff[L.k4 * 32 + L.col], f1 = -ff[(4 + L.k4) * 32 + L.col];
+      const int h = L.n8 & 1, l0 = 4 * L.k4 + (L.n8 >> 1);
+#pragma unroll
+      for (int b = 0; b < QB; ++b) {
+        dmma(a[b][0], a[b][1], f0, Vg[vf_index<QB>(L.rq, b, h, l0)]);
+        dmma(a[b][0], a[b][1], f1, Vg[vf_index<QB>(L.rq, b, h, l0 + 16)]);
+      }
+    }
+  }
+  // The Gram entries between groups, G = V^T V on the tensor cores (quarters summed after).
+  for (int gk = 0; gk < L.cq && 8 * L.cq < jb; ++gk) {
+    double acc0 = 0, acc1 = 0;
+#pragma unroll
+    for (int b = 0; b < QB; ++b)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) dmma(acc0, acc1, Vf[gk * S::vf_group + vf_index<QB>(L.rq, b, h, L.lane)], a[b][h]);
+    Gq[(L.rq * 32 + 8 * gk + L.n8) * 32 + 8 * L.cq + 2 * L.k4] = acc0;
+    Gq[(L.rq * 32 + 8 * gk + L.n8) * 32 + 8 * L.cq + 2 * L.k4 + 1] = acc1;
+  }
+  __syncthreads();
+  for (int idx = tid; idx < 1024; idx += threads) {
+    const int k = idx & 31, c = idx >> 5;
+    if ((k >> 3) < (c >> 3) && c < jb)
+      gram[k * ld33 + c] = Gq[k * 32 + c] + Gq[(32 + k) * 32 + c] + Gq[(64 + k) * 32 + c] + Gq[(96 + k) * 32 + c];
+  }
+  __syncthreads();
+
+  // T by LARFT's recurrence (row l: t_l = tau_l, t_c = -tau_c sum_{l <= k < c} t_k G(k, c)), one
+  // warp two rows; R's block unscaled; V into U.
+  T* Tt = g.Tf + static_cast<std::ptrdiff_t>(s) * 1024;
+  for (int r = 0; r < 2; ++r) {  // rows w and 31 - w: 33 steps a warp
+    const int l = r == 0 ? L.warp : 31 - L.warp;
+    if (l >= jb) continue;
+    double tv = 0, acc = 0;
+    for (int c = l; c < jb; ++c) {
+      if (L.lane == c) tv = c == l ? taus[c] : -taus[c] * acc;
+      const double tc = __shfl_sync(full_mask, tv, c);
+      if (L.lane > c) acc = fma(tc, gram[c * ld33 + L.lane], acc);
+    }
+    if (L.lane < jb) Tt[l + 32 * L.lane] = static_cast<T>(L.lane >= l ? tv : 0.0);
+  }
+  for (int idx = tid; idx < 1024; idx += threads) {
+    const int i = idx & 31, c = idx >> 5;
+    if (i <= c && c < jb)
+      top[32 * s + i + static_cast<std::ptrdiff_t>(c) * g.ldr] =
+          static_cast<T>(scalbn(Rs[i * ld33 + c], static_cast<int>(expo[c])));
+  }
+  T* Us = g.U + static_cast<std::ptrdiff_t>(32 * s) * g.ldu;
+  if (L.col < jb)
+#pragma unroll
+    for (int b = 0; b < QB; ++b)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = L.row0 + 8 * b + h;
+        if (row < g.p) Us[row + static_cast<std::ptrdiff_t>(L.col) * g.ldu] = static_cast<T>(a[b][h]);
+      }
+  __threadfence();
+  __syncthreads();
+  if (tid == 0) store_release(g.flags + s, 1);
+}
+
+template <class T, int QB>
+__global__ void __launch_bounds__(threads, 1) tpqrt_chain_kernel(chain_args<T> g) {
+  extern __shared__ __align__(16) double sm[];
+  const lane_geometry L(QB);
+  double a[QB][2];
+  for (int s = static_cast<int>(blockIdx.x); s < g.nslabs; s += static_cast<int>(gridDim.x)) {
+    const bool own = s < g.npanels;  // a slab of [R; U]; else of [C1; C2], applies only
+    const int c0 = 32 * (own ? s : s - g.npanels);
+    const int jb = min(32, (own ? g.m : g.nrhs) - c0);
+    T* top = own ? g.R + static_cast<std::ptrdiff_t>(c0) * g.ldr : g.C1 + static_cast<std::ptrdiff_t>(c0) * g.ldc1;
+    const int ldtop = own ? g.ldr : g.ldc1;
+    T* bot = own ? g.U + static_cast<std::ptrdiff_t>(c0) * g.ldu : g.C2 + static_cast<std::ptrdiff_t>(c0) * g.ldc2;
+    const int ldbot = own ? g.ldu : g.ldc2;
+#pragma unroll
+    for (int b = 0; b < QB; ++b)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = L.row0 + 8 * b + h;
+        a[b][h] = row < g.p && L.col < jb
+                      ? static_cast<double>(__ldcg(bot + row + static_cast<std::ptrdiff_t>(L.col) * ldbot))
+                      : 0.0;
+      }
+    const int napply = own ? s : g.npanels;
+    for (int t = 0; t < napply; ++t) {
+      if (threadIdx.x == 0)
+        while (load_acquire(g.flags + t) == 0) __nanosleep(64);
+      __syncthreads();
+      apply_panel<T, QB>(g, t, top, ldtop, jb, a, sm, L);
+    }
+    if (own) {
+      factor_panel<T, QB>(g, s, top, jb, a, sm, L);
+    } else {
+#pragma unroll
+      for (int b = 0; b < QB; ++b)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int row = L.row0 + 8 * b + h;
+          if (row < g.p && L.col < jb) bot[row + static_cast<std::ptrdiff_t>(L.col) * ldbot] = static_cast<T>(a[b][h]);
+        }
+    }
+  }
+}
+
+template <class T, int QB>
+bool launch_chain(const chain_args<T>& g, int max_grid, cudaStream_t stream) {
+  constexpr const char* fn = "tessera::kernels::gpu_tpqrt_chain";
+  auto kernel = tpqrt_chain_kernel<T, QB>;
+  const std::size_t smem = shape<QB>::doubles * sizeof(double);
+  int dev = 0, coop = 0, sms = 0, per_sm = 0;
+  check(fn, "cudaGetDevice", cudaGetDevice(&dev));
+  check(fn, "cudaDeviceGetAttribute", cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
+  check(fn, "cudaDeviceGetAttribute", cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  int optin = 0;
+  check(fn, "cudaDeviceGetAttribute", cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  if (!coop || static_cast<std::size_t>(optin) < smem) return false;
+  check(fn, "cudaFuncSetAttribute",
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  check(fn, "cudaOccupancyMaxActiveBlocksPerMultiprocessor",
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem));
+  if (per_sm < 1) return false;
+  int grid = std::min(g.nslabs, sms * per_sm);
+  if (max_grid > 0) grid = std::min(grid, max_grid);
+  check(fn, "cudaMemsetAsync (flags)", cudaMemsetAsync(g.flags, 0, sizeof(int) * std::size_t(g.npanels), stream));
+  chain_args<T> arg = g;
+  void* args[] = {&arg};
+  check(fn, "cudaLaunchCooperativeKernel",
+        cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(static_cast<unsigned>(grid)),
+                                    dim3(threads), args, smem, stream));
+  return true;
+}
+
+}  // namespace
+}  // namespace tessera::kernels::detail
+
+namespace tessera::kernels {
+
+template <class T>
+bool gpu_tpqrt_chain(int m, int p, int nrhs, T* R, int ldr, T* U, int ldu, T* C1, int ldc1, T* C2, int ldc2,
+                     T* Tf, void* work, std::size_t lwork, cudaStream_t stream, int max_grid) {
+  constexpr const char* fn = "tessera::kernels::gpu_tpqrt_chain";
+  using detail::require_ge;
+  require_ge(fn, "m", m, "0", 0);
+  require_ge(fn, "p", p, "0", 0);
+  require_ge(fn, "nrhs", nrhs, "0", 0);
+  if (m == 0 || p == 0 || p > gpu_tpqrt_chain_max_rows) return false;
+  require_ge(fn, "ldr", ldr, "m", m);
+  require_ge(fn, "ldu", ldu, "p", p);
+  detail::require_ptr(fn, "R", R);
+  detail::require_ptr(fn, "U", U);
+  detail::require_ptr(fn, "T", Tf);
+  detail::require_ptr(fn, "work", work);
+  if (nrhs > 0) {
+    require_ge(fn, "ldc1", ldc1, "m", m);
+    require_ge(fn, "ldc2", ldc2, "p", p);
+    detail::require_ptr(fn, "C1", C1);
+    detail::require_ptr(fn, "C2", C2);
+  }
+  if (lwork < gpu_tpqrt_chain_workspace(m))
+    detail::bad_argument(fn, "lwork", static_cast<long long>(lwork), ">=", "gpu_tpqrt_chain_workspace(m)",
+                         static_cast<long long>(gpu_tpqrt_chain_workspace(m)));
+  const int npanels = (m + 31) / 32;
+  const detail::chain_args<T> g{m,  p,   nrhs, npanels, npanels + (nrhs + 31) / 32, R, ldr, U, ldu, C1, ldc1,
+                                C2, ldc2, Tf,   static_cast<int*>(work)};
+  return p <= 128 ? detail::launch_chain<T, 4>(g, max_grid, stream)
+                  : detail::launch_chain<T, 16>(g, max_grid, stream);
+}
+
+template bool gpu_tpqrt_chain<float>(int, int, int, float*, int, float*, int, float*, int, float*, int, float*,
+                                     void*, std::size_t, cudaStream_t, int);
+template bool gpu_tpqrt_chain<double>(int, int, int, double*, int, double*, int, double*, int, double*, int,
+                                      double*, void*, std::size_t, cudaStream_t, int);
+
+}  // namespace tessera::kernels
