@@ -34,6 +34,7 @@ int bench_nb = 0;
 std::vector<int> bench_nbs;  // --nbs: more panel widths, each case timed with each (interleaved)
 int bench_reps = 1;
 bool bench_profile = false;  // the timed GPU updates inside cudaProfilerStart/Stop (ncu --profile-from-start off)
+bool bench_device_inputs = false;  // --device-inputs: the GPU updates' new rows/columns given in device memory
 using clock_type = std::chrono::steady_clock;
 
 double since(clock_type::time_point t0) {
@@ -119,18 +120,44 @@ double timed_update(qr::updatable<T>& u, const bench_case& c, std::mt19937_64& g
   if (c.op == "ic") U = random_vec<T>(std::size_t(c.n) * c.p, g);
   if (c.op == "ir") U = random_vec<T>(std::size_t(c.p) * c.m, g), BU = random_vec<T>(std::size_t(c.p), g);
   if (c.op == "rk") U = random_vec<T>(std::size_t(c.n) * c.p, g), V = random_vec<T>(std::size_t(c.m) * c.p, g);
+  // The inputs where the update reads them: host memory, or (--device-inputs, GPU) a device copy
+  // made before the clock starts, as cuSOLVER's side has its matrix on the device.
+#if TESSERA_BENCH_CUDA
+  const bool on_device = bench_device_inputs && u.where() == qr::target::gpu;
+  std::vector<T*> dev;
+  struct freer {
+    std::vector<T*>& d;
+    ~freer() {
+      for (T* p : d) cudaFree(p);
+    }
+  } free_dev{dev};
+#endif
+  auto in = [&](std::vector<T>& h, int r, int cols) {
+#if TESSERA_BENCH_CUDA
+    if (on_device) {
+      T* p = nullptr;
+      if (cudaMalloc(&p, sizeof(T) * std::max<std::size_t>(h.size(), 1)) != cudaSuccess ||
+          (dev.push_back(p), cudaMemcpy(p, h.data(), sizeof(T) * h.size(), cudaMemcpyHostToDevice)) != cudaSuccess)
+        throw std::runtime_error("device copy of an update's input failed");
+      return qr::device<const T>(p, r, cols, r);
+    }
+#endif
+    return qr::host<const T>(h.data(), r, cols, r);
+  };
+  qr::matrix_ref<const T> iu{}, iv{}, ibu{};
+  if (c.op == "ic") iu = in(U, c.n, c.p);
+  if (c.op == "ir") iu = in(U, c.p, c.m), ibu = in(BU, c.p, 1);
+  if (c.op == "rk") iu = in(U, c.n, c.p), iv = in(V, c.m, c.p);
   u.wait();
 #if TESSERA_BENCH_CUDA
   if (profile) cudaProfilerStart();
 #endif
   const auto t0 = clock_type::now();
   if (c.op == "dc") u.delete_columns(c.k, c.p);
-  if (c.op == "ic") u.insert_columns(c.k, qr::host<const T>(U.data(), c.n, c.p, c.n));
-  if (c.op == "ir")
-    u.insert_rows(c.k, qr::host<const T>(U.data(), c.p, c.m, c.p), qr::host<const T>(BU.data(), c.p, 1, c.p));
+  if (c.op == "ic") u.insert_columns(c.k, iu);
+  if (c.op == "ir") u.insert_rows(c.k, iu, ibu);
   if (c.op == "dr") u.delete_rows(c.k, c.p);
-  if (c.op == "rk")
-    u.rank_update(qr::host<const T>(U.data(), c.n, c.p, c.n), qr::host<const T>(V.data(), c.m, c.p, c.m));
+  if (c.op == "rk") u.rank_update(iu, iv);
   std::vector<T> x(std::size_t(u.cols()));
   u.solve(qr::host(x.data(), u.cols(), 1, u.cols()));
   const double t = since(t0);
@@ -328,6 +355,8 @@ int main(int argc, char** argv) {
   app.add_option("--reps", bench_reps, "time each GPU update this many times from fresh factors, keep the best")
       ->check(CLI::Range(1, 100));
   app.add_option("--cases", cases_filter, "only cases whose n,m,k,p is in this list of n:m:k:p (e.g. 6000:3000:2000:500)");
+  app.add_flag("--device-inputs", bench_device_inputs,
+               "give the GPU updates their new rows and columns in device memory (copied there untimed)");
   app.add_flag("--profile", bench_profile, "each case's first timed GPU update between cudaProfilerStart/Stop");
   app.add_option("--nb", bench_nb, "panel width of the updates (0: the library's default)")->check(CLI::Range(0, 1024));
   app.add_option("--nbs", bench_nbs, "also time each GPU update with these panel widths (e.g. 128,96), interleaved with --nb's reps")
@@ -387,6 +416,7 @@ int main(int argc, char** argv) {
     if (pc == 's') run_cases<float>(cases, gpu, cpu, "s", rows);
     if (pc == 'd') run_cases<double>(cases, gpu, cpu, "d", rows);
   }
+  std::printf("\nGPU updates' new rows and columns in %s memory.\n", bench_device_inputs ? "device" : "host");
   std::printf("\n| update | prec | n | m | k | p | Q | GPU update (s) | cuSOLVER recompute (s) | speed-up |%s",
               cpu ? " CPU update (s) | LAPACK recompute (s) | GPU vs best CPU |" : "");
   for (int nb : bench_nbs) std::printf(" nb %d (s) | nb %d / nb %d |", nb, nb, bench_nb);

@@ -90,10 +90,30 @@ void require_shape(const char* fn, const char* arg, matrix_ref<const T> a, int r
     check::require_ptr(fn, arg, a.data);
     const std::string l = std::string(arg) + ".ld";
     check::require_ge(fn, l.c_str(), a.ld, "rows", rows);
-    if (device_ok && a.where == memory::device) return;  // factors from a GPU factorization
+    // Device memory: an update checks it with require_finite_on_device; from_factors takes the
+    // factors of a GPU factorization as they are.
+    if (device_ok && a.where == memory::device) return;
     require_host(fn, arg, a);
     check::require_finite(fn, arg, rows, cols, a.data, a.ld);
   }
+}
+
+// An update's input in device memory (accepted where the factorization is on the GPU): its NaN
+// and Inf are counted there before anything changes, and the first one is then found on the host
+// for the message the host path gives.
+template <class T, class Impl>
+void require_finite_on_device(const char* fn, const char* arg, matrix_ref<const T> a, Impl& s) {
+  if (a.where != memory::device || a.m <= 0 || a.n <= 0) return;
+  s.visit([&](auto& st) {
+    if constexpr (std::decay_t<decltype(st.be)>::on_gpu) {
+      if (st.be.count_non_finite(a.m, a.n, a.data, a.ld) == 0) return;
+      std::vector<T> h(std::size_t(a.m) * a.n);
+      st.be.sync();
+      st.be.download(detail::lane_r, a.m, a.n, a.data, a.ld, h.data(), a.m);
+      check::require_finite(fn, arg, a.m, a.n, h.data(), a.m);
+      check::invalid(fn, std::string(arg) + " has NaN or Inf entries");  // changed while read
+    }
+  });
 }
 
 }  // namespace
@@ -327,7 +347,8 @@ void updatable<T>::insert_columns(int k, matrix_ref<const T> u) {
   check::require_le(fn, "k", k, "cols", m);
   check::require_ge(fn, "u.cols", p, "1", 1);
   check::require_le(fn, "u.cols", p, "rows - cols", n - m);
-  require_shape(fn, "u", u, n, p);
+  require_shape(fn, "u", u, n, p, where() == target::gpu);
+  require_finite_on_device(fn, "u", u, *_s);
   _s->run([&](auto& st) { detail::insert_columns(st, k, u.data, u.ld, p); });
 }
 
@@ -338,9 +359,11 @@ void updatable<T>::insert_rows(int k, matrix_ref<const T> u, matrix_ref<const T>
   check::require_ge(fn, "k", k, "0", 0);
   check::require_le(fn, "k", k, "rows", n);
   check::require_ge(fn, "u.rows", p, "1", 1);
-  require_shape(fn, "u", u, p, m);
-  if (nr > 0) require_shape(fn, "bu", bu, p, nr);
   const target on = _s->on;
+  require_shape(fn, "u", u, p, m, on == target::gpu);
+  if (nr > 0) require_shape(fn, "bu", bu, p, nr, on == target::gpu);
+  require_finite_on_device(fn, "u", u, *_s);
+  if (nr > 0) require_finite_on_device(fn, "bu", bu, *_s);
   _s->run([&](auto& st) {
     constexpr bool single = std::is_same_v<typename std::decay_t<decltype(st)>::value_type, float>;
     detail::insert_rows(st, k, u.data, u.ld, p, bu.data, bu.ld, insert_rows_width(st.nb_given, on, p, single, st.nb));
@@ -366,8 +389,10 @@ void updatable<T>::rank_update(matrix_ref<const T> u, matrix_ref<const T> v) {
   const int n = rows(), m = cols(), r = u.n;
   check::require_ge(fn, "u.cols", r, "1", 1);
   check::require_le(fn, "u.cols", r, "cols", m);
-  require_shape(fn, "u", u, n, r);
-  require_shape(fn, "v", v, m, r);
+  require_shape(fn, "u", u, n, r, where() == target::gpu);
+  require_shape(fn, "v", v, m, r, where() == target::gpu);
+  require_finite_on_device(fn, "u", u, *_s);
+  require_finite_on_device(fn, "v", v, *_s);
   _s->run([&](auto& st) { detail::rank_update(st, u.data, u.ld, v.data, v.ld, r); });
 }
 

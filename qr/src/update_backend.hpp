@@ -316,6 +316,10 @@ struct gpu_backend {
   void upload(int lane, int m, int n, const T* h, int ldh, T* d, int ldd);
   template <class T>
   void download(int lane, int m, int n, const T* d, int ldd, T* h, int ldh);
+  // The NaN and Inf entries of the caller's device matrix A (m x n, lda), counted on a stream of
+  // their own (A is ready now; the lanes' queued work is not waited for).
+  template <class T>
+  unsigned count_non_finite(int m, int n, const T* A, int lda);
 
  private:
   std::unique_ptr<gpu_resources> _r;

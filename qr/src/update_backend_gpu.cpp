@@ -11,6 +11,7 @@
 
 #include "tessera/kernels_gpu/cublas.hpp"
 #include "tessera/kernels_gpu/gpu_fill.hpp"
+#include "tessera/kernels_gpu/gpu_finite.hpp"
 #include "tessera/kernels_gpu/gpu_geqrt.hpp"
 #include "tessera/kernels_gpu/gpu_givens.hpp"
 #include "tessera/kernels_gpu/gpu_tpqrt.hpp"
@@ -37,6 +38,8 @@ struct gpu_resources {
   cudaStream_t s[lanes] = {};
   cublasHandle_t h[lanes] = {};
   cudaEvent_t ev = nullptr;
+  cudaStream_t check = nullptr;  // count_non_finite's
+  unsigned* count = nullptr;      // pinned
   gpu_resources() {
     for (int i = 0; i < lanes; ++i) {
       ok(cudaStreamCreateWithFlags(&s[i], cudaStreamNonBlocking), "cudaStreamCreate");
@@ -44,6 +47,8 @@ struct gpu_resources {
       ok(cublasSetStream(h[i], s[i]), "cublasSetStream");
     }
     ok(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreate");
+    ok(cudaStreamCreateWithFlags(&check, cudaStreamNonBlocking), "cudaStreamCreate");
+    ok(cudaHostAlloc(reinterpret_cast<void**>(&count), sizeof(unsigned), cudaHostAllocDefault), "cudaHostAlloc");
   }
   ~gpu_resources() {
     for (int i = 0; i < lanes; ++i) {
@@ -52,6 +57,8 @@ struct gpu_resources {
       if (s[i]) cudaStreamDestroy(s[i]);
     }
     if (ev) cudaEventDestroy(ev);
+    if (check) cudaStreamSynchronize(check), cudaStreamDestroy(check);
+    if (count) cudaFreeHost(count);
   }
 };
 
@@ -319,6 +326,15 @@ void gpu_backend::download(int lane, int m, int n, const T* d, int ldd, T* h, in
   ok(cudaStreamSynchronize(_r->s[lane]), "cudaStreamSynchronize");
 }
 
+template <class T>
+unsigned gpu_backend::count_non_finite(int m, int n, const T* A, int lda) {
+  if (m <= 0 || n <= 0) return 0;
+  *_r->count = 0;
+  kernels::gpu_count_non_finite(m, n, A, lda, _r->count, _r->check);
+  ok(cudaStreamSynchronize(_r->check), "cudaStreamSynchronize");
+  return *_r->count;
+}
+
 #define TESSERA_GPU_BACKEND(T)                                                                     \
   template void gpu_backend::gemm<T>(int, char, char, int, int, int, T, const T*, int, const T*,  \
                                      int, T, T*, int);                                             \
@@ -343,7 +359,8 @@ void gpu_backend::download(int lane, int m, int n, const T* d, int ldd, T* h, in
   template void gpu_backend::givens_generate<T>(int, const kernels::givens_plan&, T*, int, T*);   \
   template void gpu_backend::givens_blocks<T>(int, const kernels::givens_plan&, const T*, T*);    \
   template void gpu_backend::upload<T>(int, int, int, const T*, int, T*, int);                    \
-  template void gpu_backend::download<T>(int, int, int, const T*, int, T*, int);
+  template void gpu_backend::download<T>(int, int, int, const T*, int, T*, int);                  \
+  template unsigned gpu_backend::count_non_finite<T>(int, int, const T*, int);
 TESSERA_GPU_BACKEND(float)
 TESSERA_GPU_BACKEND(double)
 #undef TESSERA_GPU_BACKEND

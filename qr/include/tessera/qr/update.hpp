@@ -24,8 +24,10 @@
 //
 // Errors: a bad position or count, sizes that do not match, or a NaN/Inf in new data throw
 // std::invalid_argument naming the argument, checked before anything changes: the factorization
-// is left as it was. Inputs are host memory (matrix_ref with memory::host); from_factors also
-// takes device matrices for target::gpu (copied on the device, not scanned for NaN/Inf).
+// is left as it was. Inputs are host memory (matrix_ref with memory::host); for target::gpu they
+// may be device memory as well (qr::device: the new rows and columns, U and V, ready when the call
+// is made), copied on the device and scanned for NaN/Inf there, and from_factors takes device
+// matrices (copied on the device, not scanned). Every input may be reused once the call returns.
 #include <memory>
 
 #include "tessera/qr/factorize.hpp"
