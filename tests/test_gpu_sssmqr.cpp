@@ -247,11 +247,13 @@ TEST_CASE_TEMPLATE("gpu_tsmqr_fused and gpu_larfb_fused equal LAPACK TPMQRT and 
 
 // The persistent [R; U] QR of the added rows (kernels::gpu_tpqrt_chain) against LAPACK TPQRT with
 // nb = 32 (the same panels, so the same R, V and T up to rounding) and TPMQRT on the right-hand
-// sides; max_grid forces several slabs a thread block (the waits on later panels). R's strict
-// lower part and every padding must come back untouched.
+// sides; max_grid forces several slabs a thread block (the waits on later panels), and the flags
+// are cleared (epoch 0) or taken as they are (epoch > 0). R's strict lower part and every padding
+// must come back untouched.
 TEST_CASE_TEMPLATE("gpu_tpqrt_chain equals LAPACK TPQRT (nb 32) and TPMQRT", T, float, double) {
   struct shape { int m, p, nrhs, max_grid; };
   double worst = 0;
+  int shape_no = 0;
   for (const shape s : {shape{1, 1, 0, 0}, shape{5, 3, 1, 0}, shape{32, 40, 2, 0}, shape{70, 128, 3, 0},
                         shape{70, 129, 0, 0}, shape{97, 17, 5, 2}, shape{200, 500, 33, 3},
                         shape{100, 512, 1, 1}, shape{257, 64, 64, 0}}) {
@@ -278,10 +280,18 @@ TEST_CASE_TEMPLATE("gpu_tpqrt_chain equals LAPACK TPQRT (nb 32) and TPMQRT", T, 
     for (auto& x : Tg.a) x = T(0);
     blas b;
     dev<T> dR(R), dU(U), dC1(C1), dC2(C2), dT(Tg);
-    dev<int> work(gpu_tpqrt_chain_workspace(s.m) / sizeof(int));
+    // The flags: every other shape with epoch 0 over stale "done" flags (the kernel must clear
+    // them), the others with epoch 7 over flags below it (it must not); after, each flag is the epoch.
+    const int nflags = int(gpu_tpqrt_chain_workspace(s.m) / sizeof(int)), epoch = ++shape_no % 2 ? 0 : 7;
+    dev<int> work{static_cast<std::size_t>(nflags)};
+    std::vector<int> flags(std::size_t(nflags), epoch == 0 ? 1 : 6);
+    cuda_ok(cudaMemcpy(work.p, flags.data(), sizeof(int) * flags.size(), cudaMemcpyHostToDevice));
+    cuda_ok(cudaDeviceSynchronize());  // as dev::put: the kernel's stream is non-blocking
     REQUIRE(gpu_tpqrt_chain<T>(s.m, s.p, s.nrhs, dR.p, R.ld, dU.p, U.ld, dC1.p, C1.ld, dC2.p, C2.ld, dT.p, work.p,
-                               gpu_tpqrt_chain_workspace(s.m), b.s, s.max_grid));
+                               gpu_tpqrt_chain_workspace(s.m), b.s, s.max_grid, epoch));
     b.sync();
+    cuda_ok(cudaMemcpy(flags.data(), work.p, sizeof(int) * flags.size(), cudaMemcpyDeviceToHost));
+    CHECK(std::count(flags.begin(), flags.begin() + (s.m + 31) / 32, epoch == 0 ? 1 : epoch) == (s.m + 31) / 32);
     mat<T> Rg = R, Ug = U, C1g = C1, C2g = C2;
     dR.get(Rg);
     dU.get(Ug);
@@ -512,6 +522,9 @@ TEST_CASE("bad arguments are rejected by name, the handle's pointer mode is kept
   CHECK(message([&] {
           gpu_tpqrt_chain<double>(8, 4, 1, p, 8, p, 4, p, 7, p, 4, p, p, buf.n, b.s);
         }).find("ldc1") != std::string::npos);
+  CHECK(message([&] {
+          gpu_tpqrt_chain<double>(8, 4, 0, p, 8, p, 4, nullptr, 1, nullptr, 1, p, p, buf.n, b.s, 0, -1);
+        }).find("epoch = -1") != std::string::npos);
   // Too many rows for a thread block's registers: false, nothing done.
   CHECK_FALSE(gpu_tpqrt_chain<double>(8, gpu_tpqrt_chain_max_rows + 1, 0, p, 8, p, gpu_tpqrt_chain_max_rows + 1,
                                       nullptr, 1, nullptr, 1, p, p, buf.n * sizeof(double), b.s));

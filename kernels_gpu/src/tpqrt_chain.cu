@@ -84,6 +84,7 @@ struct chain_args {
   int ldc2;
   T* Tf;
   int* flags;
+  int epoch;  // a panel's flag once it is out
 };
 
 // Lane geometry: column `col` of the slab, rows row0 + 8 b + h of [U] (b < QB, h < 2).
@@ -423,7 +424,7 @@ __device__ __forceinline__ void factor_panel(const chain_args<T>& g, int s, T* t
       }
   __threadfence();
   __syncthreads();
-  if (tid == 0) store_release(g.flags + s, 1);
+  if (tid == 0) store_release(g.flags + s, g.epoch);
 }
 
 template <class T, int QB>
@@ -451,7 +452,8 @@ __global__ void __launch_bounds__(threads, 1) tpqrt_chain_kernel(chain_args<T> g
     const int napply = own ? s : g.npanels;
     for (int t = 0; t < napply; ++t) {
       if (threadIdx.x == 0)
-        while (load_acquire(g.flags + t) == 0) __nanosleep(64);
+        while (static_cast<int>(static_cast<unsigned>(load_acquire(g.flags + t)) - static_cast<unsigned>(g.epoch)) < 0)
+          __nanosleep(64);
       __syncthreads();
       apply_panel<T, QB>(g, t, top, ldtop, jb, a, sm, L);
     }
@@ -470,7 +472,7 @@ __global__ void __launch_bounds__(threads, 1) tpqrt_chain_kernel(chain_args<T> g
 }
 
 template <class T, int QB>
-bool launch_chain(const chain_args<T>& g, int max_grid, cudaStream_t stream) {
+bool launch_chain(const chain_args<T>& g, int max_grid, bool clear, cudaStream_t stream) {
   constexpr const char* fn = "tessera::kernels::gpu_tpqrt_chain";
   auto kernel = tpqrt_chain_kernel<T, QB>;
   const std::size_t smem = shape<QB>::doubles * sizeof(double);
@@ -488,7 +490,8 @@ bool launch_chain(const chain_args<T>& g, int max_grid, cudaStream_t stream) {
   if (per_sm < 1) return false;
   int grid = std::min(g.nslabs, sms * per_sm);
   if (max_grid > 0) grid = std::min(grid, max_grid);
-  check(fn, "cudaMemsetAsync (flags)", cudaMemsetAsync(g.flags, 0, sizeof(int) * std::size_t(g.npanels), stream));
+  if (clear)
+    check(fn, "cudaMemsetAsync (flags)", cudaMemsetAsync(g.flags, 0, sizeof(int) * std::size_t(g.npanels), stream));
   chain_args<T> arg = g;
   void* args[] = {&arg};
   check(fn, "cudaLaunchCooperativeKernel",
@@ -504,12 +507,13 @@ namespace tessera::kernels {
 
 template <class T>
 bool gpu_tpqrt_chain(int m, int p, int nrhs, T* R, int ldr, T* U, int ldu, T* C1, int ldc1, T* C2, int ldc2,
-                     T* Tf, void* work, std::size_t lwork, cudaStream_t stream, int max_grid) {
+                     T* Tf, void* work, std::size_t lwork, cudaStream_t stream, int max_grid, int epoch) {
   constexpr const char* fn = "tessera::kernels::gpu_tpqrt_chain";
   using detail::require_ge;
   require_ge(fn, "m", m, "0", 0);
   require_ge(fn, "p", p, "0", 0);
   require_ge(fn, "nrhs", nrhs, "0", 0);
+  require_ge(fn, "epoch", epoch, "0", 0);
   if (m == 0 || p == 0 || p > gpu_tpqrt_chain_max_rows) return false;
   require_ge(fn, "ldr", ldr, "m", m);
   require_ge(fn, "ldu", ldu, "p", p);
@@ -528,14 +532,14 @@ bool gpu_tpqrt_chain(int m, int p, int nrhs, T* R, int ldr, T* U, int ldu, T* C1
                          static_cast<long long>(gpu_tpqrt_chain_workspace(m)));
   const int npanels = (m + 31) / 32;
   const detail::chain_args<T> g{m,  p,   nrhs, npanels, npanels + (nrhs + 31) / 32, R, ldr, U, ldu, C1, ldc1,
-                                C2, ldc2, Tf,   static_cast<int*>(work)};
-  return p <= 128 ? detail::launch_chain<T, 4>(g, max_grid, stream)
-                  : detail::launch_chain<T, 16>(g, max_grid, stream);
+                                C2, ldc2, Tf,   static_cast<int*>(work), epoch > 0 ? epoch : 1};
+  return p <= 128 ? detail::launch_chain<T, 4>(g, max_grid, epoch == 0, stream)
+                  : detail::launch_chain<T, 16>(g, max_grid, epoch == 0, stream);
 }
 
 template bool gpu_tpqrt_chain<float>(int, int, int, float*, int, float*, int, float*, int, float*, int, float*,
-                                     void*, std::size_t, cudaStream_t, int);
+                                     void*, std::size_t, cudaStream_t, int, int);
 template bool gpu_tpqrt_chain<double>(int, int, int, double*, int, double*, int, double*, int, double*, int,
-                                      double*, void*, std::size_t, cudaStream_t, int);
+                                      double*, void*, std::size_t, cudaStream_t, int, int);
 
 }  // namespace tessera::kernels

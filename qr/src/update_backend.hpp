@@ -170,11 +170,13 @@ struct host_backend {
   }
   // [R; U] := its QR factor, panels of 32 columns (V = [I; U's columns] into U, panel t's T at
   // Tm + 1024 t, ld 32), [C1; C2] := Q^T [C1; C2], in one call where the backend has one (the GPU's
-  // kernels::gpu_tpqrt_chain); false: the caller factors the panels one by one. work: flags.
+  // kernels::gpu_tpqrt_chain); false: the caller factors the panels one by one. Then
+  // tp_chain_wait(lane, t) makes another lane's next work wait for panel t only.
   template <class T>
-  bool tp_chain(int, int, int, int, T*, int, T*, int, T*, int, T*, int, T*, T*, std::size_t) {
+  bool tp_chain(int, int, int, int, T*, int, T*, int, T*, int, T*, int, T*) {
     return false;
   }
+  void tp_chain_wait(int, int) {}
   // C (h x other) := H^T C with V (h x nb) explicit, in one call where the backend has one (the
   // GPU's kernels::gpu_larfb_fused, single precision, nb <= 32); false: apply_explicit's calls.
   template <class T>
@@ -298,7 +300,8 @@ struct gpu_backend {
                 int ldct, T* Cbot, int ldcb);
   template <class T>
   bool tp_chain(int lane, int m, int p, int nrhs, T* R, int ldr, T* U, int ldu, T* C1, int ldc1, T* C2,
-                int ldc2, T* Tm, T* work, std::size_t lwork);
+                int ldc2, T* Tm);
+  void tp_chain_wait(int lane, int t);
   template <class T>
   bool explicit_apply(int lane, int h, int nb, int other, const T* V, int ldv, const T* Tm, int ldt, T* C,
                       int ldc);

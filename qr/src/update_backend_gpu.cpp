@@ -1,8 +1,10 @@
 // gpu_backend (qr/src/update_backend.hpp): the QR updates' operations on cuBLAS and Tessera's GPU
 // kernels, on three streams (lane 0: R; lane 1: Q; lane 2: Q^T B).
 #if TESSERA_QR_CUDA
+#include <cuda.h>  // types of the driver's stream wait, found at run time (no libcuda link)
 #include <cuda_runtime.h>
 
+#include <limits>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -40,6 +42,13 @@ struct gpu_resources {
   cudaEvent_t ev = nullptr;
   cudaStream_t check = nullptr;  // count_non_finite's
   unsigned* count = nullptr;      // pinned
+  // tp_chain's panel flags, the epoch of its last call (the flags only grow, so a lane waiting for
+  // epoch never sees an earlier call's flag), that call's lane, and the driver's stream wait.
+  int* flags = nullptr;
+  std::size_t nflags = 0;
+  int epoch = 0, chain_lane = 0;
+  using wait_fn = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+  wait_fn wait32 = nullptr;
   gpu_resources() {
     for (int i = 0; i < lanes; ++i) {
       ok(cudaStreamCreateWithFlags(&s[i], cudaStreamNonBlocking), "cudaStreamCreate");
@@ -49,6 +58,12 @@ struct gpu_resources {
     ok(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreate");
     ok(cudaStreamCreateWithFlags(&check, cudaStreamNonBlocking), "cudaStreamCreate");
     ok(cudaHostAlloc(reinterpret_cast<void**>(&count), sizeof(unsigned), cudaHostAllocDefault), "cudaHostAlloc");
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &fn, 12000, cudaEnableDefault, &found) == cudaSuccess &&
+        found == cudaDriverEntryPointSuccess)
+      wait32 = reinterpret_cast<wait_fn>(fn);
+    cudaGetLastError();
   }
   ~gpu_resources() {
     for (int i = 0; i < lanes; ++i) {
@@ -59,6 +74,7 @@ struct gpu_resources {
     if (ev) cudaEventDestroy(ev);
     if (check) cudaStreamSynchronize(check), cudaStreamDestroy(check);
     if (count) cudaFreeHost(count);
+    if (flags) cudaFree(flags);
   }
 };
 
@@ -256,9 +272,38 @@ bool gpu_backend::tp_apply(int lane, int nb, int p, int ncols, const T* v, int l
 
 template <class T>
 bool gpu_backend::tp_chain(int lane, int m, int p, int nrhs, T* R, int ldr, T* U, int ldu, T* C1, int ldc1, T* C2,
-                           int ldc2, T* Tm, T* work, std::size_t lwork) {
-  return kernels::gpu_tpqrt_chain(m, p, nrhs, R, ldr, U, ldu, C1, ldc1, C2, ldc2, Tm, work, lwork * sizeof(T),
-                                  _r->s[lane]);
+                           int ldc2, T* Tm) {
+  auto& r = *_r;
+  const std::size_t need = kernels::gpu_tpqrt_chain_workspace(m) / sizeof(int);
+  if (need > r.nflags || r.epoch == std::numeric_limits<int>::max()) {
+    sync();  // no lane waits on the old flags any more
+    if (need > r.nflags) {
+      if (r.flags) cudaFree(r.flags), r.flags = nullptr, r.nflags = 0;
+      ok(cudaMalloc(&r.flags, need * sizeof(int)), "cudaMalloc (flags)");
+      r.nflags = need;
+    }
+    ok(cudaMemsetAsync(r.flags, 0, r.nflags * sizeof(int), r.s[lane]), "cudaMemsetAsync (flags)");
+    ok(cudaStreamSynchronize(r.s[lane]), "cudaStreamSynchronize");  // before any lane waits on them
+    r.epoch = 0;
+  }
+  const int epoch = r.epoch + 1;
+  if (!kernels::gpu_tpqrt_chain(m, p, nrhs, R, ldr, U, ldu, C1, ldc1, C2, ldc2, Tm, r.flags, r.nflags * sizeof(int),
+                                r.s[lane], 0, epoch))
+    return false;
+  r.epoch = epoch;
+  r.chain_lane = lane;
+  return true;
+}
+
+// The driver's stream wait where there is one (the lane's work on panel t runs beside the rest of
+// the chain); else the lane waits for the whole chain.
+void gpu_backend::tp_chain_wait(int lane, int t) {
+  auto& r = *_r;
+  if (r.wait32) {
+    const auto addr = reinterpret_cast<CUdeviceptr>(r.flags + t);
+    if (r.wait32(r.s[lane], addr, static_cast<cuuint32_t>(r.epoch), CU_STREAM_WAIT_VALUE_GEQ) == CUDA_SUCCESS) return;
+  }
+  dep(r.chain_lane, lane);
 }
 
 // One kernel in single precision only. H100, deleting 100 or 200 columns of 6000 x 3000 without Q, two
@@ -351,8 +396,7 @@ unsigned gpu_backend::count_non_finite(int m, int n, const T* A, int lda) {
   template void gpu_backend::triu_copy<T>(int, int, int, const T*, int, T*, int);                 \
   template void gpu_backend::split_panel<T>(int, int, int, T*, int, T*, int);                     \
   template bool gpu_backend::tp_apply<T>(int, int, int, int, const T*, int, const T*, int, T*, int, T*, int); \
-  template bool gpu_backend::tp_chain<T>(int, int, int, int, T*, int, T*, int, T*, int, T*, int, T*, T*,    \
-                                         std::size_t);                                                   \
+  template bool gpu_backend::tp_chain<T>(int, int, int, int, T*, int, T*, int, T*, int, T*, int, T*);     \
   template bool gpu_backend::explicit_apply<T>(int, int, int, int, const T*, int, const T*, int, T*, int); \
   template std::size_t gpu_backend::panel_work_size<T>(int, int) const;                           \
   template void gpu_backend::panel_qr<T>(int, int, int, T*, int, T*, int, T*, std::size_t);       \

@@ -57,7 +57,7 @@ void insert_rows(update_state<B, T>& st, int k, const T* u, int ldu, int p, cons
   const int npanels = (m + nb - 1) / nb, ldp = nb + p;
   be.ensure(st.panels, std::size_t(npanels) * ldp * nb);
   be.ensure(st.tmats, std::size_t(npanels) * nb * nb);
-  be.ensure(st.pwork, std::max(be.template panel_work_size<T>(ldp, nb), std::size_t(npanels) + 1));
+  be.ensure(st.pwork, be.template panel_work_size<T>(ldp, nb));
   be.ensure(st.work_r, std::size_t(nb) * std::max(m, 1));
   if (st.nrhs > 0) be.ensure(st.work_d, std::size_t(nb) * st.nrhs);
   if (qc > 0) be.ensure(st.work_q, std::size_t(nb) * n2);
@@ -65,11 +65,11 @@ void insert_rows(update_state<B, T>& st, int k, const T* u, int ldu, int p, cons
   T* U = Z + nb;
   be.upload(lane_r, p, m, u, ldu, U, ldp);
   // Every panel, R's blocks where they lie and D with them, in one call where the backend has one
-  // (the GPU's persistent kernel); Q's columns then take the panels' reflectors one by one.
+  // (the GPU's persistent kernel); Q's columns take each panel's reflectors as soon as it is out.
   if (nb == 32 && be.tp_chain(lane_r, m, p, st.nrhs, st.R(0, 0), st.ldr, U, ldp, st.nrhs > 0 ? st.D(0, 0) : nullptr,
-                              st.ldd, dnew, lddnew, st.tmats.data(), st.pwork.data(), st.pwork.size())) {
-    if (qc > 0) be.dep(lane_r, lane_q);
+                              st.ldd, dnew, lddnew, st.tmats.data())) {
     for (int t = 0; t < npanels && qc > 0; ++t) {
+      be.tp_chain_wait(lane_q, t);
       const int j0 = t * nb, jb = std::min(nb, m - j0);
       const T* P = Z + std::size_t(j0) * ldp + (nb - jb);
       apply_right(be, lane_q, n2, jb, p, P, ldp, st.tmats.data() + std::size_t(t) * nb * nb, nb, st.Q(0, j0),

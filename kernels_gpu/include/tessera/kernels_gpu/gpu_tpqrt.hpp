@@ -28,8 +28,13 @@ inline std::size_t gpu_tpqrt_chain_workspace(int m) { return std::size_t((m + 31
 // nothing, where it cannot run (p > gpu_tpqrt_chain_max_rows, or the device cannot hold every
 // thread block at once); the caller then takes another path. Throws on bad arguments and CUDA errors.
 // max_grid > 0 caps the thread blocks (tests: several slabs a block).
+// Panel t's flag (int t of work) says when its V and T are out: with epoch = 0 the flags are
+// cleared first (on stream) and each is set to 1; with epoch > 0 they are not cleared, the caller
+// guarantees each is below epoch (a counter over the calls that share the flags) and each is set to
+// epoch, so that another stream can wait for a panel (cuStreamWaitValue32, GEQ epoch) while the
+// kernel runs.
 template <class T>
 bool gpu_tpqrt_chain(int m, int p, int nrhs, T* R, int ldr, T* U, int ldu, T* C1, int ldc1, T* C2, int ldc2,
-                     T* Tf, void* work, std::size_t lwork, cudaStream_t stream, int max_grid = 0);
+                     T* Tf, void* work, std::size_t lwork, cudaStream_t stream, int max_grid = 0, int epoch = 0);
 
 }  // namespace tessera::kernels
