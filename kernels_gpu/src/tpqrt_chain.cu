@@ -276,18 +276,12 @@ __device__ __forceinline__ void factor_panel(const chain_args<T>& g, int s, T* t
 #pragma unroll
           for (int b = 0; b < QB; ++b) *reinterpret_cast<double2*>(xs + L.row0 + 8 * b) = make_double2(a[b][0], a[b][1]);
         __syncwarp();
-        // Four loads in flight at a time (the loads' latency, not the FMAs, bounds this loop).
         double d0 = 0, d1 = 0;
 #pragma unroll
-        for (int b0 = 0; b0 < QB; b0 += 4) {
-          double2 x[4];
-#pragma unroll
-          for (int i = 0; i < 4; ++i) x[i] = *reinterpret_cast<const double2*>(xs + L.row0 + 8 * (b0 + i));
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            d0 = fma(x[i].x, a[b0 + i][0], d0);
-            d1 = fma(x[i].y, a[b0 + i][1], d1);
-          }
+        for (int b = 0; b < QB; ++b) {
+          const double2 x = *reinterpret_cast<const double2*>(xs + L.row0 + 8 * b);
+          d0 = fma(x.x, a[b][0], d0);
+          d1 = fma(x.y, a[b][1], d1);
         }
         double dot = d0 + d1;
         dot += __shfl_xor_sync(full_mask, dot, 1);
@@ -310,15 +304,10 @@ __device__ __forceinline__ void factor_panel(const chain_args<T>& g, int s, T* t
         const double f = tj * fma(scale, tot, rjc), fs = f * scale;
         if (later)
 #pragma unroll
-          for (int b0 = 0; b0 < QB; b0 += 4) {
-            double2 x[4];
-#pragma unroll
-            for (int i = 0; i < 4; ++i) x[i] = *reinterpret_cast<const double2*>(xs + L.row0 + 8 * (b0 + i));
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-              a[b0 + i][0] = fma(-fs, x[i].x, a[b0 + i][0]);
-              a[b0 + i][1] = fma(-fs, x[i].y, a[b0 + i][1]);
-            }
+          for (int b = 0; b < QB; ++b) {
+            const double2 x = *reinterpret_cast<const double2*>(xs + L.row0 + 8 * b);
+            a[b][0] = fma(-fs, x.x, a[b][0]);
+            a[b][1] = fma(-fs, x.y, a[b][1]);
           }
         if (later) {
           if (writer) Rs[j * ld33 + L.col] = rjc - f;
