@@ -256,7 +256,8 @@ TEST_CASE_TEMPLATE("gpu_tpqrt_chain equals LAPACK TPQRT (nb 32) and TPMQRT", T, 
   int shape_no = 0;
   for (const shape s : {shape{1, 1, 0, 0}, shape{5, 3, 1, 0}, shape{32, 40, 2, 0}, shape{70, 128, 3, 0},
                         shape{70, 129, 0, 0}, shape{97, 17, 5, 2}, shape{200, 500, 33, 3},
-                        shape{100, 512, 1, 1}, shape{257, 64, 64, 0}}) {
+                        shape{100, 512, 1, 1}, shape{257, 64, 64, 0}, shape{90, 256, 2, 0},
+                        shape{65, 257, 1, 2}}) {
     CAPTURE(s.m);
     CAPTURE(s.p);
     CAPTURE(s.nrhs);

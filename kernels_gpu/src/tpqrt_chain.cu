@@ -522,8 +522,10 @@ bool gpu_tpqrt_chain(int m, int p, int nrhs, T* R, int ldr, T* U, int ldu, T* C1
   const int npanels = (m + 31) / 32;
   const detail::chain_args<T> g{m,  p,   nrhs, npanels, npanels + (nrhs + 31) / 32, R, ldr, U, ldu, C1, ldc1,
                                 C2, ldc2, Tf,   static_cast<int*>(work), epoch > 0 ? epoch : 1};
-  return p <= 128 ? detail::launch_chain<T, 4>(g, max_grid, epoch == 0, stream)
-                  : detail::launch_chain<T, 16>(g, max_grid, epoch == 0, stream);
+  // The register block that holds p rows (fewer rows a lane: shorter chains in every column).
+  if (p <= 128) return detail::launch_chain<T, 4>(g, max_grid, epoch == 0, stream);
+  if (p <= 256) return detail::launch_chain<T, 8>(g, max_grid, epoch == 0, stream);
+  return detail::launch_chain<T, 16>(g, max_grid, epoch == 0, stream);
 }
 
 template bool gpu_tpqrt_chain<float>(int, int, int, float*, int, float*, int, float*, int, float*, int, float*,
