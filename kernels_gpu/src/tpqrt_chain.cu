@@ -17,6 +17,7 @@
 // guarantees that every block is resident, so the waits always end.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include <tessera/kernels_gpu/gpu_tpqrt.hpp>
 
@@ -202,6 +203,18 @@ __device__ __forceinline__ int vf_index(int rq, int b, int h, int lane) {
   return ((rq * QB + b) * 2 + h) * 32 + lane;
 }
 
+// This lane's two entries of the 8 x 8 block V_g^T a (group g's reflectors against the lane's
+// column group) on the tensor cores, summed over the lane's row quarter.
+template <int QB>
+__device__ __forceinline__ void vt_times(const double* Vg, const double (&a)[QB][2], const lane_geometry& L,
+                                         double& acc0, double& acc1) {
+  acc0 = 0, acc1 = 0;
+#pragma unroll
+  for (int b = 0; b < QB; ++b)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) dmma(acc0, acc1, Vg[vf_index<QB>(L.rq, b, h, L.lane)], a[b][h]);
+}
+
 // Factor the slab's panel [R's diagonal block; a] (jb columns), write R's block, V (into U) and T,
 // and set the panel's flag. By groups of 8 columns: a group's 4 warps factor its columns (x from
 // its owner lanes through shared memory; one 128-thread barrier a column for the sums), then every
@@ -328,11 +341,8 @@ __device__ __forceinline__ void factor_panel(const chain_args<T>& g, int s, T* t
     if (8 * (grp + 1) >= jb) break;
     // The later groups' columns take the group's reflectors: W = R(rows of the group, :) + V^T a ...
     if (L.cq > grp) {
-      double acc0 = 0, acc1 = 0;
-#pragma unroll
-      for (int b = 0; b < QB; ++b)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) dmma(acc0, acc1, Vg[vf_index<QB>(L.rq, b, h, L.lane)], a[b][h]);
+      double acc0, acc1;
+      vt_times<QB>(Vg, a, L, acc0, acc1);
       Gq[(L.rq * 8 + L.n8) * 32 + 8 * L.cq + 2 * L.k4] = acc0;
       Gq[(L.rq * 8 + L.n8) * 32 + 8 * L.cq + 2 * L.k4 + 1] = acc1;
     }
@@ -366,11 +376,8 @@ __device__ __forceinline__ void factor_panel(const chain_args<T>& g, int s, T* t
   }
   // The Gram entries between groups, G = V^T V on the tensor cores (quarters summed after).
   for (int gk = 0; gk < L.cq && 8 * L.cq < jb; ++gk) {
-    double acc0 = 0, acc1 = 0;
-#pragma unroll
-    for (int b = 0; b < QB; ++b)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) dmma(acc0, acc1, Vf[gk * S::vf_group + vf_index<QB>(L.rq, b, h, L.lane)], a[b][h]);
+    double acc0, acc1;
+    vt_times<QB>(Vf + gk * S::vf_group, a, L, acc0, acc1);
     Gq[(L.rq * 32 + 8 * gk + L.n8) * 32 + 8 * L.cq + 2 * L.k4] = acc0;
     Gq[(L.rq * 32 + 8 * gk + L.n8) * 32 + 8 * L.cq + 2 * L.k4 + 1] = acc1;
   }
@@ -460,22 +467,41 @@ __global__ void __launch_bounds__(threads, 1) tpqrt_chain_kernel(chain_args<T> g
   }
 }
 
+// Thread blocks an SM holds of the kernel for QB (0 where it cannot run here: no cooperative
+// launch, too little shared memory); sms gets the device's SM count.
+template <class T, int QB>
+int blocks_per_sm(int& sms) {
+  constexpr const char* fn = "tessera::kernels::gpu_tpqrt_chain";
+  auto kernel = tpqrt_chain_kernel<T, QB>;
+  const std::size_t smem = shape<QB>::doubles * sizeof(double);
+  int dev = 0, coop = 0, optin = 0, per_sm = 0;
+  check(fn, "cudaGetDevice", cudaGetDevice(&dev));
+  check(fn, "cudaDeviceGetAttribute", cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
+  check(fn, "cudaDeviceGetAttribute", cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  check(fn, "cudaDeviceGetAttribute", cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  if (!coop || static_cast<std::size_t>(optin) < smem) return 0;
+  check(fn, "cudaFuncSetAttribute",
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  check(fn, "cudaOccupancyMaxActiveBlocksPerMultiprocessor",
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem));
+  return per_sm;
+}
+
+// The register block that holds p rows (fewer rows a lane: shorter chains in every column).
+template <class F>
+decltype(auto) with_block(int p, F&& f) {
+  if (p <= 128) return f(std::integral_constant<int, 4>{});
+  if (p <= 256) return f(std::integral_constant<int, 8>{});
+  return f(std::integral_constant<int, 16>{});
+}
+
 template <class T, int QB>
 bool launch_chain(const chain_args<T>& g, int max_grid, bool clear, cudaStream_t stream) {
   constexpr const char* fn = "tessera::kernels::gpu_tpqrt_chain";
   auto kernel = tpqrt_chain_kernel<T, QB>;
   const std::size_t smem = shape<QB>::doubles * sizeof(double);
-  int dev = 0, coop = 0, sms = 0, per_sm = 0;
-  check(fn, "cudaGetDevice", cudaGetDevice(&dev));
-  check(fn, "cudaDeviceGetAttribute", cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
-  check(fn, "cudaDeviceGetAttribute", cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  int optin = 0;
-  check(fn, "cudaDeviceGetAttribute", cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  if (!coop || static_cast<std::size_t>(optin) < smem) return false;
-  check(fn, "cudaFuncSetAttribute",
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-  check(fn, "cudaOccupancyMaxActiveBlocksPerMultiprocessor",
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem));
+  int sms = 0;
+  const int per_sm = blocks_per_sm<T, QB>(sms);
   if (per_sm < 1) return false;
   int grid = std::min(g.nslabs, sms * per_sm);
   if (max_grid > 0) grid = std::min(grid, max_grid);
@@ -522,12 +548,18 @@ bool gpu_tpqrt_chain(int m, int p, int nrhs, T* R, int ldr, T* U, int ldu, T* C1
   const int npanels = (m + 31) / 32;
   const detail::chain_args<T> g{m,  p,   nrhs, npanels, npanels + (nrhs + 31) / 32, R, ldr, U, ldu, C1, ldc1,
                                 C2, ldc2, Tf,   static_cast<int*>(work), epoch > 0 ? epoch : 1};
-  // The register block that holds p rows (fewer rows a lane: shorter chains in every column).
-  if (p <= 128) return detail::launch_chain<T, 4>(g, max_grid, epoch == 0, stream);
-  if (p <= 256) return detail::launch_chain<T, 8>(g, max_grid, epoch == 0, stream);
-  return detail::launch_chain<T, 16>(g, max_grid, epoch == 0, stream);
+  return detail::with_block(p, [&](auto qb) { return detail::launch_chain<T, decltype(qb)::value>(g, max_grid, epoch == 0, stream); });
 }
 
+template <class T>
+bool gpu_tpqrt_chain_runs(int p) {
+  if (p < 1 || p > gpu_tpqrt_chain_max_rows) return false;
+  int sms = 0;
+  return detail::with_block(p, [&](auto qb) { return detail::blocks_per_sm<T, decltype(qb)::value>(sms) >= 1; });
+}
+
+template bool gpu_tpqrt_chain_runs<float>(int);
+template bool gpu_tpqrt_chain_runs<double>(int);
 template bool gpu_tpqrt_chain<float>(int, int, int, float*, int, float*, int, float*, int, float*, int, float*,
                                      void*, std::size_t, cudaStream_t, int, int);
 template bool gpu_tpqrt_chain<double>(int, int, int, double*, int, double*, int, double*, int, double*, int,

@@ -63,13 +63,15 @@ int panel_width(int given, target on, int delete_p = 0, bool q_kept = true, bool
   return on == target::gpu && delete_p >= 200 ? 128 : 64;
 }
 
-// Adding p rows on the GPU: 32, the persistent kernel's width (kernels::gpu_tpqrt_chain), up to
-// the rows it holds; beyond, 32 where the (32 + p) x 32 panel is one kernel, else the default 64
+// Adding p rows on the GPU: 32, the persistent kernel's width (kernels::gpu_tpqrt_chain), where
+// it runs; else 32 where the (32 + p) x 32 panel is one kernel, else the default 64
 // (docs/results/2026-11-24-insert-rows-fused-h100.md).
 int insert_rows_width(int given, target on, int p, bool single, int otherwise) {
   if (given > 0) return given;
 #if TESSERA_QR_CUDA
-  if (on == target::gpu && p <= kernels::gpu_tpqrt_chain_max_rows) return 32;
+  if (on == target::gpu &&
+      (single ? kernels::gpu_tpqrt_chain_runs<float>(p) : kernels::gpu_tpqrt_chain_runs<double>(p)))
+    return 32;
 #endif
   return one_kernel_panel(on, 32 + p, single) ? 32 : otherwise;
 }
@@ -108,7 +110,6 @@ void require_finite_on_device(const char* fn, const char* arg, matrix_ref<const 
     if constexpr (std::decay_t<decltype(st.be)>::on_gpu) {
       if (st.be.count_non_finite(a.m, a.n, a.data, a.ld) == 0) return;
       std::vector<T> h(std::size_t(a.m) * a.n);
-      st.be.sync();
       st.be.download(detail::lane_r, a.m, a.n, a.data, a.ld, h.data(), a.m);
       check::require_finite(fn, arg, a.m, a.n, h.data(), a.m);
       check::invalid(fn, std::string(arg) + " has NaN or Inf entries");  // changed while read

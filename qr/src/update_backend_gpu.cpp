@@ -40,10 +40,12 @@ struct gpu_resources {
   cudaStream_t s[lanes] = {};
   cublasHandle_t h[lanes] = {};
   cudaEvent_t ev = nullptr;
-  cudaStream_t check = nullptr;  // count_non_finite's
-  unsigned* count = nullptr;      // pinned
+  // count_non_finite's stream and pinned word, made on its first call.
+  cudaStream_t check = nullptr;
+  unsigned* count = nullptr;
   // tp_chain's panel flags, the epoch of its last call (the flags only grow, so a lane waiting for
-  // epoch never sees an earlier call's flag), that call's lane, and the driver's stream wait.
+  // epoch never sees an earlier call's flag), that call's lane, and the driver's stream wait
+  // (looked up on the first tp_chain).
   int* flags = nullptr;
   std::size_t nflags = 0;
   int epoch = 0, chain_lane = 0;
@@ -56,8 +58,13 @@ struct gpu_resources {
       ok(cublasSetStream(h[i], s[i]), "cublasSetStream");
     }
     ok(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreate");
-    ok(cudaStreamCreateWithFlags(&check, cudaStreamNonBlocking), "cudaStreamCreate");
+  }
+  void make_check() {
+    if (check) return;
     ok(cudaHostAlloc(reinterpret_cast<void**>(&count), sizeof(unsigned), cudaHostAllocDefault), "cudaHostAlloc");
+    ok(cudaStreamCreateWithFlags(&check, cudaStreamNonBlocking), "cudaStreamCreate");
+  }
+  void find_wait() {
     void* fn = nullptr;
     cudaDriverEntryPointQueryResult found{};
     if (cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &fn, 12000, cudaEnableDefault, &found) == cudaSuccess &&
@@ -285,6 +292,7 @@ bool gpu_backend::tp_chain(int lane, int m, int p, int nrhs, T* R, int ldr, T* U
     ok(cudaMemsetAsync(r.flags, 0, r.nflags * sizeof(int), r.s[lane]), "cudaMemsetAsync (flags)");
     ok(cudaStreamSynchronize(r.s[lane]), "cudaStreamSynchronize");  // before any lane waits on them
     r.epoch = 0;
+    if (!r.wait32) r.find_wait();
   }
   const int epoch = r.epoch + 1;
   if (!kernels::gpu_tpqrt_chain(m, p, nrhs, R, ldr, U, ldu, C1, ldc1, C2, ldc2, Tm, r.flags, r.nflags * sizeof(int),
@@ -374,6 +382,7 @@ void gpu_backend::download(int lane, int m, int n, const T* d, int ldd, T* h, in
 template <class T>
 unsigned gpu_backend::count_non_finite(int m, int n, const T* A, int lda) {
   if (m <= 0 || n <= 0) return 0;
+  _r->make_check();
   *_r->count = 0;
   kernels::gpu_count_non_finite(m, n, A, lda, _r->count, _r->check);
   ok(cudaStreamSynchronize(_r->check), "cudaStreamSynchronize");

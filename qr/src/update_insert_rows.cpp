@@ -64,16 +64,20 @@ void insert_rows(update_state<B, T>& st, int k, const T* u, int ldu, int p, cons
   T* Z = st.panels.data();
   T* U = Z + nb;
   be.upload(lane_r, p, m, u, ldu, U, ldp);
+  // Panel t's block of Q and its p extra columns take the panel's reflectors (lane Q).
+  auto q_take = [&](int t) {
+    const int j0 = t * nb, jb = std::min(nb, m - j0);
+    const T* P = Z + std::size_t(j0) * ldp + (nb - jb);
+    apply_right(be, lane_q, n2, jb, p, P, ldp, st.tmats.data() + std::size_t(t) * nb * nb, nb, st.Q(0, j0),
+                st.ldq, st.Q(0, qc), st.ldq, st.work_q.data(), true);
+  };
   // Every panel, R's blocks where they lie and D with them, in one call where the backend has one
   // (the GPU's persistent kernel); Q's columns take each panel's reflectors as soon as it is out.
   if (nb == 32 && be.tp_chain(lane_r, m, p, st.nrhs, st.R(0, 0), st.ldr, U, ldp, st.nrhs > 0 ? st.D(0, 0) : nullptr,
                               st.ldd, dnew, lddnew, st.tmats.data())) {
     for (int t = 0; t < npanels && qc > 0; ++t) {
       be.tp_chain_wait(lane_q, t);
-      const int j0 = t * nb, jb = std::min(nb, m - j0);
-      const T* P = Z + std::size_t(j0) * ldp + (nb - jb);
-      apply_right(be, lane_q, n2, jb, p, P, ldp, st.tmats.data() + std::size_t(t) * nb * nb, nb, st.Q(0, j0),
-                  st.ldq, st.Q(0, qc), st.ldq, st.work_q.data(), true);
+      q_take(t);
     }
     st.end();
     return;
@@ -103,8 +107,7 @@ void insert_rows(update_state<B, T>& st, int k, const T* u, int ldu, int p, cons
     // they started with the update, 0.0214-0.0221 s after it).
     if (qc > 0) {
       be.dep(lane_r, lane_q);
-      apply_right(be, lane_q, n2, jb, p, P, ldp, Tm, nb, st.Q(0, j0), st.ldq, st.Q(0, qc), st.ldq,
-                  st.work_q.data(), true);
+      q_take(t);
     }
   }
   // Thin Q: the p extra columns were only needed during the update; Q' keeps cols columns.

@@ -33,6 +33,10 @@ inline std::size_t gpu_tpqrt_chain_workspace(int m) { return std::size_t((m + 31
 // guarantees each is below epoch (a counter over the calls that share the flags) and each is set to
 // epoch, so that another stream can wait for a panel (cuStreamWaitValue32, GEQ epoch) while the
 // kernel runs.
+// Whether gpu_tpqrt_chain runs for p added rows on the current device (it returns false where not).
+template <class T>
+bool gpu_tpqrt_chain_runs(int p);
+
 template <class T>
 bool gpu_tpqrt_chain(int m, int p, int nrhs, T* R, int ldr, T* U, int ldu, T* C1, int ldc1, T* C2, int ldc2,
                      T* Tf, void* work, std::size_t lwork, cudaStream_t stream, int max_grid = 0, int epoch = 0);
