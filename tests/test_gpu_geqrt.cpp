@@ -293,6 +293,150 @@ TEST_CASE_TEMPLATE("gpu_larfb equals LAPACK GEMQRT (Q^T C and Q C)", T, float, d
   MESSAGE("larfb: largest relative error " << worst);
 }
 
+// gpu_small_panel_qr (the QR updates' band panels in shared memory): A (h x n) with `band`
+// subdiagonals (band < 0: dense), on a device matrix with padding rows; returns R (A's rows), V, T.
+template <class T>
+void small_panel_gpu(const mat<T>& A0, int band, mat<T>& F, mat<T>& V, mat<T>& Tg) {
+  const int h = A0.m, n = A0.n;
+  blas b;
+  dev<T> dA(A0);
+  V = mat<T>(h, n, 2);
+  Tg = mat<T>(n, n, 1);
+  dev<T> dV(V), dT(Tg);
+  REQUIRE(gpu_small_panel_qr<T>(h, n, band, dA.p, A0.ld, dV.p, V.ld, dT.p, Tg.ld, b.s));
+  b.sync();
+  F = A0;
+  dA.get(F);
+  dV.get(V);
+  dT.get(Tg);
+}
+
+template <class T>
+mat<T> band_matrix(int h, int n, int band) {
+  mat<T> A(h, n, 3);
+  A.randomize();
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < h; ++i)
+      if (band >= 0 && i > j + band) A(i, j) = T(0);
+  return A;
+}
+
+// Against LAPACK GEQRT (nb = n) on the same matrix: V, T and R to rounding (the reflectors'
+// convention is LAPACK's: beta = -sign(alpha) ||.||), the exact structure (R zero below its
+// diagonal, V's unit diagonal and zeros above, T zero below), Q R = A and Q^T Q = I from the GPU's
+// own V and T, padding untouched; then the columns scaled by far-apart powers of two give the same
+// V and T bits and R scaled column by column; a zero column gets tau = 0.
+TEST_CASE_TEMPLATE("gpu_small_panel_qr: band and dense panels as LAPACK GEQRT, at any scale", T, float, double) {
+  struct shape { int h, n, band; };
+  const bool dbl = sizeof(T) == sizeof(double);
+  const double eps = std::numeric_limits<T>::epsilon(), tol = dbl ? 1e-11 : 1e-4;
+  const int far = dbl ? 960 : 100;
+  double worst[4] = {0, 0, 0, 0};
+  for (const shape s : {shape{80, 64, 16}, shape{65, 64, 1}, shape{64, 64, 16}, shape{64, 32, 32}, shape{96, 64, 32},
+                        shape{81, 64, 17}, shape{33, 32, 1}, shape{1, 1, -1}, shape{17, 5, -1}, shape{33, 33, -1},
+                        shape{300, 64, 32}, shape{700, 32, 20}, shape{40, 33, 7}, shape{70, 64, 0}}) {
+    INFO("h = " << s.h << ", n = " << s.n << ", band = " << s.band);
+    const mat<T> A = band_matrix<T>(s.h, s.n, s.band);
+    mat<T> F(1, 1), V(1, 1), Tg(1, 1);
+    const int band = s.band < 0 ? s.h : s.band;
+    small_panel_gpu(A, band, F, V, Tg);
+    mat<T> Ref = A, Tr(s.n, s.n);
+    REQUIRE(geqrt(s.h, s.n, s.n, Ref.data(), Ref.ld, Tr.data(), Tr.ld) == 0);
+    bool structure = true;
+    double dv = 0, dt = 0, dr = 0, rnorm = 0, tnorm = 1;
+    for (int j = 0; j < s.n; ++j)
+      for (int i = 0; i < s.h; ++i) {
+        if (i > j) structure = structure && F(i, j) == T(0);
+        if (i <= j) rnorm = std::max(rnorm, std::abs(double(Ref(i, j))));
+        const double vref = i < j ? 0.0 : i == j ? 1.0 : double(Ref(i, j));
+        if (i <= j) structure = structure && V(i, j) == T(i == j ? 1 : 0);
+        dv = std::max(dv, std::abs(double(V(i, j)) - vref));
+        if (i <= j) dr = std::max(dr, std::abs(double(F(i, j)) - double(Ref(i, j))));
+      }
+    for (int j = 0; j < s.n; ++j)
+      for (int i = 0; i < s.n; ++i) {
+        if (i > j) structure = structure && Tg(i, j) == T(0);
+        tnorm = std::max(tnorm, std::abs(double(Tr(i, j))) * (i <= j));
+        dt = std::max(dt, std::abs(double(Tg(i, j)) - (i <= j ? double(Tr(i, j)) : 0.0)));
+      }
+    CHECK(structure);
+    CHECK(dv < tol);
+    CHECK(dt < tol * tnorm);
+    CHECK(dr < tol * std::max(rnorm, 1.0));
+    CHECK(same_outside(F, A, 0, s.h));
+    // Q [R; 0] = A and ||I - Q^T Q|| from the GPU's V and T.
+    mat<T> QR(s.h, s.n), Q(s.h, s.n);
+    for (int j = 0; j < s.n; ++j)
+      for (int i = 0; i < s.h; ++i) QR(i, j) = i <= j ? F(i, j) : T(0), Q(i, j) = T(i == j ? 1 : 0);
+    REQUIRE(gemqrt('N', s.h, s.n, s.n, s.n, V.data(), V.ld, Tg.data(), Tg.ld, QR.data(), QR.ld) == 0);
+    const double residual = rel_error(QR, A) / (s.h * eps);
+    CHECK(residual < qr_threshold);
+    REQUIRE(gemqrt('N', s.h, s.n, s.n, s.n, V.data(), V.ld, Tg.data(), Tg.ld, Q.data(), Q.ld) == 0);
+    double gram = 0;
+    for (int c = 0; c < s.n; ++c)
+      for (int r = 0; r <= c; ++r) {
+        double x = r == c ? -1.0 : 0.0;
+        for (int i = 0; i < s.h; ++i) x += double(Q(i, r)) * double(Q(i, c));
+        gram += (r == c ? 1.0 : 2.0) * x * x;
+      }
+    const double orthogonality = std::sqrt(gram) / (s.h * eps);
+    CHECK(orthogonality < qr_threshold);
+    worst[0] = std::max(worst[0], residual);
+    worst[1] = std::max(worst[1], orthogonality);
+    worst[2] = std::max({worst[2], dv, dt});
+    // Far-apart column scales: the same V and T, R scaled.
+    mat<T> As = A;
+    std::vector<int> k(s.n);
+    for (int j = 0; j < s.n; ++j) {
+      k[j] = j % 2 ? far : -far;
+      for (int i = 0; i < s.h; ++i) As(i, j) = std::ldexp(A(i, j), k[j]);
+    }
+    mat<T> Fs(1, 1), Vs(1, 1), Ts(1, 1);
+    small_panel_gpu(As, band, Fs, Vs, Ts);
+    bool same_vt = Vs.a == V.a && Ts.a == Tg.a, r_scaled = true;
+    for (int j = 0; j < s.n; ++j) {
+      double rmax = 0;
+      for (int i = 0; i <= j && i < s.h; ++i) rmax = std::max(rmax, std::abs(double(F(i, j))));
+      for (int i = 0; i <= j && i < s.h; ++i)
+        r_scaled = r_scaled && std::abs(double(Fs(i, j)) - std::ldexp(double(F(i, j)), k[j])) <=
+                                   std::ldexp(4 * eps * rmax, k[j]);
+    }
+    CHECK(same_vt);
+    CHECK(r_scaled);
+    // Entries below the band are not read: NaN there changes nothing.
+    if (band < s.h - 1) {
+      mat<T> An = A;
+      for (int j = 0; j < s.n; ++j)
+        for (int i = j + band + 1; i < s.h; ++i) An(i, j) = std::numeric_limits<T>::quiet_NaN();
+      mat<T> Fn(1, 1), Vn(1, 1), Tn(1, 1);
+      small_panel_gpu(An, band, Fn, Vn, Tn);
+      CHECK((Fn.a == F.a && Vn.a == V.a && Tn.a == Tg.a));
+    }
+  }
+  // A zero column (its remaining part zero: tau = 0, LAPACK's convention) and finite factors.
+  mat<T> Z = band_matrix<T>(80, 64, 16);
+  for (int i = 0; i < Z.m; ++i) Z(i, 5) = T(0);
+  mat<T> F(1, 1), V(1, 1), Tg(1, 1);
+  small_panel_gpu(Z, 16, F, V, Tg);
+  CHECK(Tg(5, 5) == T(0));
+  bool finite = true;
+  for (const T x : F.a) finite = finite && std::isfinite(x);
+  for (const T x : Tg.a) finite = finite && std::isfinite(x);
+  CHECK(finite);
+  // Panels that do not fit are declined, untouched.
+  blas b;
+  dev<T> d(std::size_t(70000) * 65);
+  CHECK_FALSE(gpu_small_panel_qr<T>(100, gpu_small_panel_max_cols + 1, 99, d.p, 100, d.p, 100, d.p, 100, b.s));
+  CHECK_FALSE(gpu_small_panel_qr<T>(200, 64, gpu_small_panel_max_band + 1, d.p, 200, d.p + 200 * 64, 200, d.p, 64, b.s));
+  CHECK_FALSE(gpu_small_panel_qr<T>(60000, 64, 30, d.p, 60000, d.p + 60000 * 64, 60000, d.p, 64, b.s));
+  CHECK(tessera::testing::invalid_message([&] { gpu_small_panel_qr<T>(10, 11, 9, d.p, 10, d.p, 10, d.p, 11, b.s); })
+            .find("gpu_small_panel_qr") != std::string::npos);
+  CHECK(tessera::testing::invalid_message([&] { gpu_small_panel_qr<T>(10, 4, 9, d.p, 9, d.p, 10, d.p, 4, b.s); })
+            .find("lda") != std::string::npos);
+  MESSAGE("small panel: residual " << worst[0] << ", orthogonality " << worst[1] << ", |V - V_LAPACK|, |T - T_LAPACK| "
+                                   << worst[2]);
+}
+
 TEST_CASE("gpu_geqrt and gpu_larfb reject bad arguments by name") {
   using tessera::testing::invalid_message;
   blas b;

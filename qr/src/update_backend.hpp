@@ -161,6 +161,14 @@ struct host_backend {
         if (r > c) a = T(0);
       }
   }
+  // A (h x nb, lda; zero below its band-th subdiagonal) := its QR factor with V (h x nb, ldv)
+  // explicit and T (ld ldt, zeros below), panel_qr and split_panel together, in one call where the
+  // backend has one (the GPU's kernels::gpu_small_panel_qr, for 33-64 columns and bands up to 32);
+  // false: the caller makes those two calls.
+  template <class T>
+  bool panel_split(int, int, int, int, T*, int, T*, int, T*, int) {
+    return false;
+  }
   // [Ctop; Cbot] := H^T [Ctop; Cbot] for V = [I; v] (v p x nb), T's lower part zero, in one
   // call where the backend has one (the GPU's kernels::gpu_tsmqr_fused, nb <= 32); false: the
   // caller applies it with apply_left's calls.
@@ -295,6 +303,8 @@ struct gpu_backend {
   void triu_copy(int lane, int nb, int below, const T* P, int ldp, T* R, int ldr);
   template <class T>
   void split_panel(int lane, int nb, int below, T* A, int lda, T* V, int ldv);
+  template <class T>
+  bool panel_split(int lane, int h, int nb, int band, T* A, int lda, T* V, int ldv, T* Tm, int ldt);
   template <class T>
   bool tp_apply(int lane, int nb, int p, int ncols, const T* v, int ldv, const T* Tm, int ldt, T* Ctop,
                 int ldct, T* Cbot, int ldcb);

@@ -16,6 +16,7 @@
 #include "tessera/kernels_gpu/gpu_finite.hpp"
 #include "tessera/kernels_gpu/gpu_geqrt.hpp"
 #include "tessera/kernels_gpu/gpu_givens.hpp"
+#include "tessera/kernels_gpu/gpu_small_panel.hpp"
 #include "tessera/kernels_gpu/gpu_tpqrt.hpp"
 #include "tessera/kernels_gpu/gpu_larfb.hpp"
 #include "tessera/kernels_gpu/gpu_tsmqr.hpp"
@@ -332,6 +333,15 @@ std::size_t gpu_backend::panel_work_size(int m, int n) const {
   return kernels::gpu_geqrt_workspace_size(m, n, std::min(n, kernels::gpu_geqrt_max_ib));
 }
 
+// Panels wider than gpu_geqrt's one-kernel block (its two blocks and the GEMMs between them cost
+// more) with bands the kernel holds: rank-k updates and deleting few columns with Q
+// (docs/results/2026-11-27-small-panel-h100.md).
+template <class T>
+bool gpu_backend::panel_split(int lane, int h, int nb, int band, T* A, int lda, T* V, int ldv, T* Tm, int ldt) {
+  if (band > kernels::gpu_small_panel_max_band || nb <= kernels::gpu_geqrt_max_ib) return false;
+  return kernels::gpu_small_panel_qr(h, nb, band, A, lda, V, ldv, Tm, ldt, _r->s[lane]);
+}
+
 template <class T>
 void gpu_backend::panel_qr(int lane, int m, int n, T* A, int lda, T* Tm, int ldt, T* work,
                            std::size_t lwork) {
@@ -404,6 +414,7 @@ unsigned gpu_backend::count_non_finite(int m, int n, const T* A, int lda) {
   template void gpu_backend::identity<T>(int, int, T*, int);                                      \
   template void gpu_backend::triu_copy<T>(int, int, int, const T*, int, T*, int);                 \
   template void gpu_backend::split_panel<T>(int, int, int, T*, int, T*, int);                     \
+  template bool gpu_backend::panel_split<T>(int, int, int, int, T*, int, T*, int, T*, int);         \
   template bool gpu_backend::tp_apply<T>(int, int, int, int, const T*, int, const T*, int, T*, int, T*, int); \
   template bool gpu_backend::tp_chain<T>(int, int, int, int, T*, int, T*, int, T*, int, T*, int, T*);     \
   template bool gpu_backend::explicit_apply<T>(int, int, int, int, const T*, int, const T*, int, T*, int); \

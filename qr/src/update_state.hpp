@@ -179,8 +179,10 @@ void band_retriangularize(update_state<B, T>& st, int j_first, int L, int band, 
     T* Tm = st.tmats.data() + std::size_t(t) * nb * nb;
     // Factored in place; its V goes to P, made explicit: R's rows j0..j0+h (and D's, Q's columns)
     // are contiguous, so the reflectors go on as two GEMMs and a product with T.
-    be.panel_qr(lane_r, h, jb, st.R(j0, j0), st.ldr, Tm, nb, st.pwork.data(), st.pwork.size());
-    be.split_panel(lane_r, jb, hb, st.R(j0, j0), st.ldr, P, ldp);
+    if (!be.panel_split(lane_r, h, jb, band, st.R(j0, j0), st.ldr, P, ldp, Tm, nb)) {
+      be.panel_qr(lane_r, h, jb, st.R(j0, j0), st.ldr, Tm, nb, st.pwork.data(), st.pwork.size());
+      be.split_panel(lane_r, jb, hb, st.R(j0, j0), st.ldr, P, ldp);
+    }
     apply_explicit(be, lane_r, 'L', h, jb, m - j0 - jb, P, ldp, Tm, nb, st.R(j0, j0 + jb), st.ldr,
                    st.work_r.data());
     if (st.nrhs > 0) {

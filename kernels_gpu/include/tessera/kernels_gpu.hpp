@@ -6,6 +6,7 @@
 #include <tessera/kernels_gpu/gpu_tsmqr.hpp>
 #include <tessera/kernels_gpu/gpu_tpqrt.hpp>
 #include <tessera/kernels_gpu/gpu_geqrt.hpp>
+#include <tessera/kernels_gpu/gpu_small_panel.hpp>
 #include <tessera/kernels_gpu/gpu_larfb.hpp>
 #include <tessera/kernels_gpu/gpu_full_t.hpp>
 #include <tessera/kernels_gpu/gpu_finite.hpp>

@@ -1,0 +1,255 @@
+// gpu_small_panel_qr (tessera/kernels_gpu/gpu_small_panel.hpp): one thread block of four warps, the
+// panel in shared memory.
+//
+// The reflectors form a chain (reflector j + 1 comes from column j + 1 after reflector j), so a
+// step's latency is what counts. Warp 0 runs the chain alone, without block barriers: each lane
+// owns two columns (lane, lane + 32) and takes reflector j on them over the band's rows (w = A(j, c)
+// + scale x^T a_c, a_c -= tau w [1; scale x]); the lane that owns column j + 1 does that column
+// first and forms reflector j + 1 from it (beta, tau, scale into shared memory), then a
+// __syncwarp ends the step. Column j keeps x unscaled; V = scale x is written at the end.
+// Warps 1-3 build T meanwhile, one reflector behind: as soon as reflector c is out (a counter in
+// shared memory, release/acquire at block scope) they form G(k, c) = v_k^T v_c for the reflectors
+// k that overlap it (c - band <= k < c) and then T(l, c) = -tau_c sum_k T(l, k) G(k, c), LARFT's
+// recurrence, a row a thread.
+#include <tessera/kernels_gpu/gpu_small_panel.hpp>
+
+#include <algorithm>
+
+#include "check.hpp"
+#include "equilibrate.hpp"
+
+namespace tessera::kernels {
+namespace {
+
+using detail::exponent_of_max;
+using detail::negligible_square;
+
+constexpr int threads = 128, helpers = threads - 32;
+static_assert(gpu_small_panel_max_band <= 32, "the band's rows live in registers (BW <= 32)");
+
+struct layout {
+  int lds, n, a, g, t, tau, scale, beta, expo, doubles;
+  __host__ __device__ layout(int h, int n_) : lds(h | 1), n(n_) {
+    a = 0;
+    g = a + lds * n;
+    t = g + n * n;
+    tau = t + n * n;
+    scale = tau + n;
+    beta = scale + n;
+    expo = beta + n;
+    doubles = expo + n;
+  }
+};
+
+// Reflector j's beta, tau and scale (v = [1; scale x]) from alpha and sigma = x^T x, LARFG's
+// (tau = 0 where the remaining column is negligible).
+template <class T>
+__device__ __forceinline__ void reflector(double alpha, double sigma, double& beta, double& tau, double& scale) {
+  beta = alpha, tau = 0, scale = 0;
+  const double s2 = fma(alpha, alpha, sigma);
+  if (sigma != 0.0 && !(s2 < static_cast<double>(negligible_square<T>()))) {
+    // One reciprocal square root and one division: this is on every step's critical path.
+    const double r = rsqrt(s2), norm = s2 * r;
+    beta = -copysign(norm, alpha);
+    tau = fma(fabs(alpha), r, 1.0);
+    scale = copysign(1.0 / (fabs(alpha) + norm), alpha);
+  }
+}
+
+__device__ __forceinline__ void publish(int* p, int v) {
+  asm volatile("st.release.cta.shared.b32 [%0], %1;" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(p))), "r"(v)
+               : "memory");
+}
+__device__ __forceinline__ int observe(const int* p) {
+  int v;
+  asm volatile("ld.acquire.cta.shared.b32 %0, [%1];"
+               : "=r"(v)
+               : "r"(static_cast<unsigned>(__cvta_generic_to_shared(p)))
+               : "memory");
+  return v;
+}
+
+// sum_{r in [r0, r1)} x[r] a[r] with four partial sums.
+__device__ __forceinline__ double dot(const double* x, const double* a, int r0, int r1) {
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  int r = r0;
+  for (; r + 3 < r1; r += 4) {
+    s0 = fma(x[r], a[r], s0);
+    s1 = fma(x[r + 1], a[r + 1], s1);
+    s2 = fma(x[r + 2], a[r + 2], s2);
+    s3 = fma(x[r + 3], a[r + 3], s3);
+  }
+  for (; r < r1; ++r) s0 = fma(x[r], a[r], s0);
+  return (s0 + s1) + (s2 + s3);
+}
+
+// BW >= band: the rows a reflector reaches below its diagonal, held in registers.
+template <class T, int BW>
+__global__ void __launch_bounds__(threads) small_panel_kernel(int h, int n, int band, T* A, int lda, T* V, int ldv,
+                                                              T* Tf, int ldt) {
+  extern __shared__ double sm[];
+  __shared__ int ready;  // reflectors 0 .. ready - 1 are out (their tau, scale and x final)
+  const layout L(h, n);
+  double* As = sm + L.a;
+  double* G = sm + L.g;  // G(k, c) at G[c n + k], k < c
+  double* Ts = sm + L.t;
+  double* taus = sm + L.tau;
+  double* scales = sm + L.scale;
+  double* betas = sm + L.beta;
+  double* expo = sm + L.expo;
+  const int lds = L.lds, tid = static_cast<int>(threadIdx.x), lane = tid & 31;
+  // Column c is zero below row c + band: the rows its reflector reaches end here.
+  const auto row_end = [&](int c) { return min(h, c + band + 1); };
+  for (int idx = tid; idx < h * n; idx += threads) {
+    const int r = idx % h, c = idx / h;
+    As[c * lds + r] = r < row_end(c) ? static_cast<double>(A[r + static_cast<std::ptrdiff_t>(c) * lda]) : 0.0;
+  }
+  for (int idx = tid; idx < n * n; idx += threads) G[idx] = 0.0, Ts[idx] = 0.0;
+  if (tid == 0) ready = 0;
+  __syncthreads();
+  // A := A D, D = diag(2^-e_c), every column's max-abs in [1/2, 1) (a thread a column).
+  if (tid < n) {
+    double* a = As + tid * lds;
+    double mx = 0;
+    for (int r = 0; r < row_end(tid); ++r) mx = fmax(mx, fabs(a[r]));
+    const int e = exponent_of_max(mx);
+    for (int r = 0; r < row_end(tid); ++r) a[r] = scalbn(a[r], -e);
+    expo[tid] = e;
+  }
+  __syncthreads();
+
+  if (tid < 32) {
+    if (lane == 0) {  // reflector 0
+      const double* a = As;
+      double beta, tau, scale;
+      reflector<T>(a[0], dot(a, a, 1, row_end(0)), beta, tau, scale);
+      taus[0] = tau, scales[0] = scale, betas[0] = beta;
+      publish(&ready, 1);
+    }
+    __syncwarp();
+    for (int j = 0; j < n; ++j) {
+      const double tau = taus[j], scale = scales[j];
+      const double* x = As + j * lds;
+      const int end = row_end(j);
+      // Rows j + 1 .. end of x and of each column, in registers (BW of them, the rest predicated off).
+      double xr[BW];
+#pragma unroll
+      for (int i = 0; i < BW; ++i) xr[i] = j + 1 + i < end ? x[j + 1 + i] : 0.0;
+      // Column j + 1 first where this lane owns it: the next reflector comes from it.
+      int c0 = lane, c1 = lane + 32;
+      if (c1 == j + 1) c0 = c1, c1 = lane;
+#pragma unroll
+      for (int q = 0; q < 2; ++q) {
+        const int c = q == 0 ? c0 : c1;
+        if (c <= j || c >= n) continue;
+        double* a = As + c * lds;
+        double ar[BW];
+#pragma unroll
+        for (int i = 0; i < BW; ++i) ar[i] = j + 1 + i < end ? a[j + 1 + i] : 0.0;
+        const double ajc = a[j];
+        double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+#pragma unroll
+        for (int i = 0; i < BW; i += 4) {
+          s0 = fma(xr[i], ar[i], s0);
+          if (i + 1 < BW) s1 = fma(xr[i + 1], ar[i + 1], s1);
+          if (i + 2 < BW) s2 = fma(xr[i + 2], ar[i + 2], s2);
+          if (i + 3 < BW) s3 = fma(xr[i + 3], ar[i + 3], s3);
+        }
+        const double f = tau * fma(scale, (s0 + s1) + (s2 + s3), ajc), fs = f * scale;
+        a[j] = ajc - f;
+#pragma unroll
+        for (int i = 0; i < BW; ++i) {
+          ar[i] = fma(-fs, xr[i], ar[i]);
+          if (j + 1 + i < end) a[j + 1 + i] = ar[i];
+        }
+        if (c == j + 1) {
+          // alpha = ar[0] (a[c] where band = 0: reflector j did not reach row c); x_c is rows
+          // c + 1 .. c + band: ar[1 ..] and row c + band, which reflector j does not reach.
+          const double alpha = band > 0 ? ar[0] : a[c];
+          const double last = band > 0 && c + band < h ? a[c + band] : 0.0;
+          double q0 = last * last, q1 = 0;
+#pragma unroll
+          for (int i = 1; i < BW; ++i) {
+            if (i & 1) q1 = fma(ar[i], ar[i], q1);
+            else q0 = fma(ar[i], ar[i], q0);
+          }
+          double beta, tau1, scale1;
+          reflector<T>(alpha, q0 + q1, beta, tau1, scale1);
+          taus[c] = tau1, scales[c] = scale1, betas[c] = beta;
+          publish(&ready, c + 1);
+        }
+      }
+      __syncwarp();
+    }
+  } else {
+    // T, one reflector behind the chain: G(k, c) for c - band <= k < c (v_k is 1 at k and scale_k
+    // x_k below it; v_c 1 at c), then row l of T's column c.
+    const int ht = tid - 32;
+    for (int c = 0; c < n; ++c) {
+      while (observe(&ready) < c + 1) __nanosleep(20);
+      const int k = c - 1 - ht;
+      if (ht < band && k >= 0) {
+        const double* xk = As + k * lds;
+        G[c * n + k] = scales[k] * fma(scales[c], dot(xk, As + c * lds, c + 1, row_end(k)), xk[c]);
+      }
+      asm volatile("bar.sync 1, %0;" ::"r"(helpers) : "memory");
+      if (ht < c) {
+        double s = 0;
+        for (int kk = max(ht, c - band); kk < c; ++kk) s = fma(Ts[kk * n + ht], G[c * n + kk], s);
+        Ts[c * n + ht] = -taus[c] * s;
+      } else if (ht == c) {
+        Ts[c * n + c] = taus[c];
+      }
+      asm volatile("bar.sync 1, %0;" ::"r"(helpers) : "memory");
+    }
+  }
+  __syncthreads();
+
+  for (int idx = tid; idx < h * n; idx += threads) {
+    const int r = idx % h, c = idx / h;
+    const std::ptrdiff_t o = static_cast<std::ptrdiff_t>(c);
+    const double rv = r < c ? scalbn(As[c * lds + r], static_cast<int>(expo[c]))
+                            : r == c ? scalbn(betas[c], static_cast<int>(expo[c])) : 0.0;
+    A[r + o * lda] = static_cast<T>(rv);
+    V[r + o * ldv] = static_cast<T>(r <= c || r >= row_end(c) ? (r == c ? 1.0 : 0.0) : scales[c] * As[c * lds + r]);
+  }
+  for (int idx = tid; idx < n * n; idx += threads) {
+    const int k = idx % n, c = idx / n;
+    Tf[k + static_cast<std::ptrdiff_t>(c) * ldt] = static_cast<T>(k <= c ? Ts[c * n + k] : 0.0);
+  }
+}
+
+}  // namespace
+
+template <class T>
+bool gpu_small_panel_qr(int h, int n, int band, T* A, int lda, T* V, int ldv, T* Tf, int ldt, cudaStream_t stream) {
+  constexpr const char* fn = "tessera::kernels::gpu_small_panel_qr";
+  detail::require_ge(fn, "n", n, "1", 1);
+  detail::require_ge(fn, "h", h, "n", n);
+  detail::require_ge(fn, "band", band, "0", 0);
+  detail::require_ge(fn, "lda", lda, "h", h);
+  detail::require_ge(fn, "ldv", ldv, "h", h);
+  detail::require_ge(fn, "ldt", ldt, "n", n);
+  detail::require_ptr(fn, "A", A);
+  detail::require_ptr(fn, "V", V);
+  detail::require_ptr(fn, "T", Tf);
+  if (n > gpu_small_panel_max_cols || std::min(band, h - 1) > gpu_small_panel_max_band) return false;
+  band = std::min(band, h - 1);
+  const std::size_t smem = static_cast<std::size_t>(layout(h, n).doubles) * sizeof(double);
+  int dev = 0, optin = 0;
+  detail::check(fn, "cudaGetDevice", cudaGetDevice(&dev));
+  detail::check(fn, "cudaDeviceGetAttribute",
+                cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  if (smem + 1024 > static_cast<std::size_t>(optin)) return false;
+  auto kernel = band <= 16 ? small_panel_kernel<T, 16> : small_panel_kernel<T, 32>;
+  detail::check(fn, "cudaFuncSetAttribute",
+                cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  kernel<<<1, threads, smem, stream>>>(h, n, band, A, lda, V, ldv, Tf, ldt);
+  detail::check(fn, "small_panel_kernel launch", cudaGetLastError());
+  return true;
+}
+
+template bool gpu_small_panel_qr<float>(int, int, int, float*, int, float*, int, float*, int, cudaStream_t);
+template bool gpu_small_panel_qr<double>(int, int, int, double*, int, double*, int, double*, int, cudaStream_t);
+
+}  // namespace tessera::kernels
