@@ -2,8 +2,8 @@
 // The QR of a small panel (at most 64 columns, a few hundred rows) in one thread block with the
 // panel in shared memory: the QR updates' band panels (deleting columns, rank-k updates, issue
 // #18), whose every column otherwise costs a chain of barriers and launches. One warp runs the
-// chain of reflectors with no block barrier (a lane a column), the others build T beside it.
-// Enqueued on `stream`.
+// chain of reflectors with no block barrier (each lane owns two columns), the others build T
+// beside it. Enqueued on `stream`.
 #include <cstddef>
 
 #include <cuda_runtime.h>
