@@ -28,8 +28,8 @@ constexpr int threads = 128, helpers = threads - 32;
 static_assert(gpu_small_panel_max_band <= 32, "the band's rows live in registers (BW <= 32)");
 
 struct layout {
-  int lds, n, a, g, t, tau, scale, beta, expo, doubles;
-  __host__ __device__ layout(int h, int n_) : lds(h | 1), n(n_) {
+  int lds, a, g, t, tau, scale, beta, expo, doubles;
+  __host__ __device__ layout(int h, int n) : lds(h | 1) {
     a = 0;
     g = a + lds * n;
     t = g + n * n;
