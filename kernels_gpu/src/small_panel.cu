@@ -22,7 +22,7 @@ namespace tessera::kernels {
 namespace {
 
 using detail::exponent_of_max;
-using detail::negligible_square;
+using detail::reflector_from_sums;
 
 constexpr int threads = 128, helpers = threads - 32;
 static_assert(gpu_small_panel_max_band <= 32, "the band's rows live in registers (BW <= 32)");
@@ -40,21 +40,6 @@ struct layout {
     doubles = expo + n;
   }
 };
-
-// Reflector j's beta, tau and scale (v = [1; scale x]) from alpha and sigma = x^T x, LARFG's
-// (tau = 0 where the remaining column is negligible).
-template <class T>
-__device__ __forceinline__ void reflector(double alpha, double sigma, double& beta, double& tau, double& scale) {
-  beta = alpha, tau = 0, scale = 0;
-  const double s2 = fma(alpha, alpha, sigma);
-  if (sigma != 0.0 && !(s2 < static_cast<double>(negligible_square<T>()))) {
-    // One reciprocal square root and one division: this is on every step's critical path.
-    const double r = rsqrt(s2), norm = s2 * r;
-    beta = -copysign(norm, alpha);
-    tau = fma(fabs(alpha), r, 1.0);
-    scale = copysign(1.0 / (fabs(alpha) + norm), alpha);
-  }
-}
 
 __device__ __forceinline__ void publish(int* p, int v) {
   asm volatile("st.release.cta.shared.b32 [%0], %1;" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(p))), "r"(v)
@@ -122,7 +107,7 @@ __global__ void __launch_bounds__(threads) small_panel_kernel(int h, int n, int 
     if (lane == 0) {  // reflector 0
       const double* a = As;
       double beta, tau, scale;
-      reflector<T>(a[0], dot(a, a, 1, row_end(0)), beta, tau, scale);
+      reflector_from_sums<T>(a[0], dot(a, a, 1, row_end(0)), beta, tau, scale);
       taus[0] = tau, scales[0] = scale, betas[0] = beta;
       publish(&ready, 1);
     }
@@ -174,7 +159,7 @@ __global__ void __launch_bounds__(threads) small_panel_kernel(int h, int n, int 
             else q0 = fma(ar[i], ar[i], q0);
           }
           double beta, tau1, scale1;
-          reflector<T>(alpha, q0 + q1, beta, tau1, scale1);
+          reflector_from_sums<T>(alpha, q0 + q1, beta, tau1, scale1);
           taus[c] = tau1, scales[c] = scale1, betas[c] = beta;
           publish(&ready, c + 1);
         }

@@ -304,14 +304,8 @@ __device__ __forceinline__ void factor_panel(const chain_args<T>& g, int s, T* t
         const int jj = j & 7;
         const double sigma = rb[jj] + rb[8 + jj] + rb[16 + jj] + rb[24 + jj];  // x^T x
         const double tot = rb[L.n8] + rb[8 + L.n8] + rb[16 + L.n8] + rb[24 + L.n8];
-        double tj = 0, scale = 0, beta = alpha;
-        const double s2 = alpha * alpha + sigma;
-        if (sigma != 0.0 && !(s2 < static_cast<double>(negligible_square<T>()))) {
-          const double r = rsqrt(s2), norm = s2 * r;
-          beta = -copysign(norm, alpha);
-          tj = fma(fabs(alpha), r, 1.0);
-          scale = copysign(1.0 / (fabs(alpha) + norm), alpha);
-        }
+        double tj, scale, beta;
+        reflector_from_sums<T>(alpha, sigma, beta, tj, scale);
         // H_j on the columns col > j: w = R(j, col) + v^T a, v = scale x.
         const bool later = L.col > j;
         const double f = tj * fma(scale, tot, rjc), fs = f * scale;
