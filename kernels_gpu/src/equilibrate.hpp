@@ -54,20 +54,25 @@ __device__ constexpr T negligible_square() {
   return sizeof(T) == sizeof(float) ? T(0x1p-90) : T(0x1p-960);
 }
 
-// LARFG's reflector from alpha and sigma = x^T x of an equilibrated column, in double for
-// T = float too: beta = -sign(alpha) ||(alpha, x)||, tau = 1 + |alpha| / ||.||, and scale =
-// 1 / (alpha - beta) (v = [1; scale x]), from one reciprocal square root and one division (the
-// chain every column waits on); tau = 0, scale = 0, beta = alpha where the column is negligible.
-template <class T>
-__device__ __forceinline__ void reflector_from_sums(double alpha, double sigma, double& beta, double& tau,
-                                                    double& scale) {
-  double b = alpha, t = 0, sc = 0;
-  const double s2 = alpha * alpha + sigma;
-  if (sigma != 0.0 && !(s2 < static_cast<double>(negligible_square<T>()))) {
-    const double r = rsqrt(s2), norm = s2 * r;
+// The correctly rounded 1 / x, by the reciprocal instruction and its refinement rather than a
+// division.
+__device__ __forceinline__ double reciprocal(double x) { return __drcp_rn(x); }
+__device__ __forceinline__ float reciprocal(float x) { return __frcp_rn(x); }
+
+// LARFG's reflector from alpha and sigma = x^T x of an equilibrated column of precision T, in the
+// compute precision C (double for T = float too, or T itself): beta = -sign(alpha) ||(alpha, x)||,
+// tau = 1 + |alpha| / ||.||, and scale = 1 / (alpha - beta) (v = [1; scale x]), from one reciprocal
+// square root and one reciprocal (the chain every column waits on); tau = 0, scale = 0, beta =
+// alpha where the column is negligible.
+template <class T, class C>
+__device__ __forceinline__ void reflector_from_sums(C alpha, C sigma, C& beta, C& tau, C& scale) {
+  C b = alpha, t = 0, sc = 0;
+  const C s2 = alpha * alpha + sigma;
+  if (sigma != C(0) && !(s2 < static_cast<C>(negligible_square<T>()))) {  // NaN stays visible
+    const C r = rsqrt(s2), norm = s2 * r;
     b = -copysign(norm, alpha);
-    t = fma(fabs(alpha), r, 1.0);
-    sc = copysign(1.0 / (fabs(alpha) + norm), alpha);
+    t = fma(fabs(alpha), r, C(1));
+    sc = copysign(reciprocal(fabs(alpha) + norm), alpha);
   }
   beta = b, tau = t, scale = sc;
 }

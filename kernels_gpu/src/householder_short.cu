@@ -40,9 +40,6 @@ static_assert(gpu_geqrt_one_kernel_rows<double> == small_threads &&
                   gpu_geqrt_one_kernel_rows<float> == short_threads<float>(),
               "gpu_geqrt_one_kernel_rows (gpu_geqrt.hpp) names the unspilled sizes above");
 
-__device__ __forceinline__ double reciprocal(double x) { return __drcp_rn(x); }
-__device__ __forceinline__ float reciprocal(float x) { return __frcp_rn(x); }
-
 // Thread layout: lane l of warp w holds rows 32 w + 4 (l / 4) + q (q < 4) of the block's columns
 // 8 (l % 4) + c (c < 8), a 4 x 8 tile in registers. Against one row a thread this cuts a column's
 // shuffles from about 150 to 54 a warp (a 32-value reduction per lane becomes an 8-value one over
@@ -147,17 +144,8 @@ __global__ void __launch_bounds__(Threads)
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) sigma += __shfl_xor_sync(full_mask, sigma, o);
     const T alpha = alpha_s[buf];
-    T tj = 0, scale = 0, beta = alpha;
-    const T s2 = alpha * alpha + sigma;
-    if (sigma != T(0) && !(s2 < negligible_square<T>())) {  // NaN stays visible
-      // LARFG's beta = -sign(alpha) ||(alpha, x)||, tau = (beta - alpha) / beta = 1 + |alpha| / ||.||,
-      // 1 / (alpha - beta) = sign(alpha) / (|alpha| + ||.||), from one reciprocal square root and one
-      // reciprocal instead of a square root and two divisions: the chain every column waits on.
-      const T r = rsqrt(s2), norm = s2 * r;
-      beta = -copysign(norm, alpha);
-      tj = fma(fabs(alpha), r, T(1));
-      scale = copysign(reciprocal(fabs(alpha) + norm), alpha);
-    }
+    T tj, scale, beta;
+    reflector_from_sums<T>(alpha, sigma, beta, tj, scale);
     T v[tile_rows];
 #pragma unroll
     for (int q = 0; q < tile_rows; ++q) v[q] = r0 + q > j ? scale * x[q] : (r0 + q == j ? T(1) : T(0));
