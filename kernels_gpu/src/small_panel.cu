@@ -17,6 +17,8 @@
 
 #include "check.hpp"
 #include "equilibrate.hpp"
+#include "flags.cuh"
+#include "per_device.hpp"
 
 namespace tessera::kernels {
 namespace {
@@ -41,18 +43,7 @@ struct layout {
   }
 };
 
-__device__ __forceinline__ void publish(int* p, int v) {
-  asm volatile("st.release.cta.shared.b32 [%0], %1;" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(p))), "r"(v)
-               : "memory");
-}
-__device__ __forceinline__ int observe(const int* p) {
-  int v;
-  asm volatile("ld.acquire.cta.shared.b32 %0, [%1];"
-               : "=r"(v)
-               : "r"(static_cast<unsigned>(__cvta_generic_to_shared(p)))
-               : "memory");
-  return v;
-}
+constexpr auto in_block = detail::flag_scope::block_shared;
 
 // sum_{r in [r0, r1)} x[r] a[r] with four partial sums.
 __device__ __forceinline__ double dot(const double* x, const double* a, int r0, int r1) {
@@ -109,7 +100,7 @@ __global__ void __launch_bounds__(threads) small_panel_kernel(int h, int n, int 
       double beta, tau, scale;
       reflector_from_sums<T>(a[0], dot(a, a, 1, row_end(0)), beta, tau, scale);
       taus[0] = tau, scales[0] = scale, betas[0] = beta;
-      publish(&ready, 1);
+      detail::store_release<in_block>(&ready, 1);
     }
     __syncwarp();
     for (int j = 0; j < n; ++j) {
@@ -161,7 +152,7 @@ __global__ void __launch_bounds__(threads) small_panel_kernel(int h, int n, int 
           double beta, tau1, scale1;
           reflector_from_sums<T>(alpha, q0 + q1, beta, tau1, scale1);
           taus[c] = tau1, scales[c] = scale1, betas[c] = beta;
-          publish(&ready, c + 1);
+          detail::store_release<in_block>(&ready, c + 1);
         }
       }
       __syncwarp();
@@ -171,7 +162,7 @@ __global__ void __launch_bounds__(threads) small_panel_kernel(int h, int n, int 
     // x_k below it; v_c 1 at c), then row l of T's column c.
     const int ht = tid - 32;
     for (int c = 0; c < n; ++c) {
-      while (observe(&ready) < c + 1) __nanosleep(20);
+      while (detail::load_acquire<in_block>(&ready) < c + 1) __nanosleep(20);
       const int k = c - 1 - ht;
       if (ht < band && k >= 0) {
         const double* xk = As + k * lds;
@@ -221,14 +212,21 @@ bool gpu_small_panel_qr(int h, int n, int band, T* A, int lda, T* V, int ldv, T*
   if (n > gpu_small_panel_max_cols || std::min(band, h - 1) > gpu_small_panel_max_band) return false;
   band = std::min(band, h - 1);
   const std::size_t smem = static_cast<std::size_t>(layout(h, n).doubles) * sizeof(double);
-  int dev = 0, optin = 0;
-  detail::check(fn, "cudaGetDevice", cudaGetDevice(&dev));
-  detail::check(fn, "cudaDeviceGetAttribute",
-                cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  if (smem + 1024 > static_cast<std::size_t>(optin)) return false;
+  // Once per device: both kernels may take all the shared memory a block can have (less 1 KB).
+  static detail::per_device_value limit;
+  const int most = limit.get(fn, [] {
+    int dev = 0, optin = 0;
+    detail::check(fn, "cudaGetDevice", cudaGetDevice(&dev));
+    detail::check(fn, "cudaDeviceGetAttribute",
+                  cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    const int bytes = optin > 1024 ? optin - 1024 : 0;
+    for (auto k : {small_panel_kernel<T, 16>, small_panel_kernel<T, 32>})
+      detail::check(fn, "cudaFuncSetAttribute",
+                    cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    return bytes;
+  });
+  if (smem > static_cast<std::size_t>(most)) return false;
   auto kernel = band <= 16 ? small_panel_kernel<T, 16> : small_panel_kernel<T, 32>;
-  detail::check(fn, "cudaFuncSetAttribute",
-                cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   kernel<<<1, threads, smem, stream>>>(h, n, band, A, lda, V, ldv, Tf, ldt);
   detail::check(fn, "small_panel_kernel launch", cudaGetLastError());
   return true;

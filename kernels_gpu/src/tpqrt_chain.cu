@@ -23,6 +23,8 @@
 
 #include "check.hpp"
 #include "equilibrate.hpp"
+#include "flags.cuh"
+#include "per_device.hpp"
 
 namespace tessera::kernels::detail {
 namespace {
@@ -63,14 +65,6 @@ __device__ __forceinline__ void dmma(double& d0, double& d1, double a, double b)
                : "d"(a), "d"(b));
 }
 
-__device__ __forceinline__ int load_acquire(const int* p) {
-  int v;
-  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ void store_release(int* p, int v) {
-  asm volatile("st.release.gpu.global.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
 
 template <class T>
 struct chain_args {
@@ -414,7 +408,7 @@ __device__ __forceinline__ void factor_panel(const chain_args<T>& g, int s, T* t
       }
   __threadfence();
   __syncthreads();
-  if (tid == 0) store_release(g.flags + s, g.epoch);
+  if (tid == 0) store_release<flag_scope::device_global>(g.flags + s, g.epoch);
 }
 
 template <class T, int QB>
@@ -442,7 +436,7 @@ __global__ void __launch_bounds__(threads, 1) tpqrt_chain_kernel(chain_args<T> g
     const int napply = own ? s : g.npanels;
     for (int t = 0; t < napply; ++t) {
       if (threadIdx.x == 0)
-        while (static_cast<int>(static_cast<unsigned>(load_acquire(g.flags + t)) - static_cast<unsigned>(g.epoch)) < 0)
+        while (static_cast<int>(static_cast<unsigned>(load_acquire<flag_scope::device_global>(g.flags + t)) - static_cast<unsigned>(g.epoch)) < 0)
           __nanosleep(64);
       __syncthreads();
       apply_panel<T, QB>(g, t, top, ldtop, jb, a, sm, L);
@@ -462,23 +456,33 @@ __global__ void __launch_bounds__(threads, 1) tpqrt_chain_kernel(chain_args<T> g
 }
 
 // Thread blocks an SM holds of the kernel for QB (0 where it cannot run here: no cooperative
-// launch, too little shared memory); sms gets the device's SM count.
+// launch, too little shared memory); sms gets the device's SM count. Worked out once per device
+// (the kernel's shared-memory attribute set then too): each update asks before it launches.
 template <class T, int QB>
 int blocks_per_sm(int& sms) {
   constexpr const char* fn = "tessera::kernels::gpu_tpqrt_chain";
-  auto kernel = tpqrt_chain_kernel<T, QB>;
-  const std::size_t smem = shape<QB>::doubles * sizeof(double);
-  int dev = 0, coop = 0, optin = 0, per_sm = 0;
-  check(fn, "cudaGetDevice", cudaGetDevice(&dev));
-  check(fn, "cudaDeviceGetAttribute", cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
-  check(fn, "cudaDeviceGetAttribute", cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  check(fn, "cudaDeviceGetAttribute", cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  if (!coop || static_cast<std::size_t>(optin) < smem) return 0;
-  check(fn, "cudaFuncSetAttribute",
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-  check(fn, "cudaOccupancyMaxActiveBlocksPerMultiprocessor",
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem));
-  return per_sm;
+  static per_device_value sm_count, per_sm;
+  sms = sm_count.get(fn, [] {
+    int dev = 0, count = 0;
+    check(fn, "cudaGetDevice", cudaGetDevice(&dev));
+    check(fn, "cudaDeviceGetAttribute", cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, dev));
+    return count;
+  });
+  return per_sm.get(fn, [] {
+    auto kernel = tpqrt_chain_kernel<T, QB>;
+    const std::size_t smem = shape<QB>::doubles * sizeof(double);
+    int dev = 0, coop = 0, optin = 0, blocks = 0;
+    check(fn, "cudaGetDevice", cudaGetDevice(&dev));
+    check(fn, "cudaDeviceGetAttribute", cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
+    check(fn, "cudaDeviceGetAttribute",
+          cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    if (!coop || static_cast<std::size_t>(optin) < smem) return 0;
+    check(fn, "cudaFuncSetAttribute",
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    check(fn, "cudaOccupancyMaxActiveBlocksPerMultiprocessor",
+          cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, smem));
+    return blocks;
+  });
 }
 
 // The register block that holds p rows (fewer rows a lane: shorter chains in every column).

@@ -1,0 +1,39 @@
+#pragma once
+// A value worked out once per CUDA device (a device attribute, an occupancy, a kernel attribute
+// set), for host code that runs before every launch: the queries cost microseconds a call where
+// the kernels they launch take tens.
+#include <array>
+#include <atomic>
+#include <climits>
+
+#include "check.hpp"
+
+namespace tessera::kernels::detail {
+
+class per_device_value {
+ public:
+  per_device_value() {
+    for (auto& s : slots_) s.store(unset, std::memory_order_relaxed);
+  }
+  // compute() on the current device the first time, its result after. Two threads may both
+  // compute it the first time: compute must give the same value and may be repeated.
+  template <class F>
+  int get(const char* kernel, F&& compute) {
+    int dev = 0;
+    check(kernel, "cudaGetDevice", cudaGetDevice(&dev));
+    if (dev < 0 || dev >= max_devices) return compute();
+    int v = slots_[static_cast<std::size_t>(dev)].load(std::memory_order_acquire);
+    if (v == unset) {
+      v = compute();
+      slots_[static_cast<std::size_t>(dev)].store(v, std::memory_order_release);
+    }
+    return v;
+  }
+
+ private:
+  static constexpr int max_devices = 64;
+  static constexpr int unset = INT_MIN;
+  std::array<std::atomic<int>, max_devices> slots_;
+};
+
+}  // namespace tessera::kernels::detail
