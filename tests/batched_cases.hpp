@@ -317,6 +317,50 @@ void solve_case(const place& p, layout lay, int n, int nrhs, long long count, bo
   CHECK_MESSAGE(worst2 < bt::threshold, "GETRS ||B-AX|| ratio ", worst2);
 }
 
+// A last pivot below the safe minimum, so that 1 / U(n,n) overflows: the substitution must divide
+// (LAPACK's TRSM), or scale the reciprocal, never multiply by an infinite one. A's last column is
+// scaled by 2^-1040 (float: 2^-130), B = A X with X of order one; X's last entry then grows to about
+// eps / 2^-1040 of |B|, which is finite. GESV and GETRS on its factors: info 0, every entry finite,
+// residual below the threshold.
+template <class T>
+void solve_tiny_pivot_case(const place& p, int n, int nrhs, long long count) {
+  CAPTURE(n);
+  CAPTURE(nrhs);
+  const T s = sizeof(T) == sizeof(float) ? T(0x1p-130f) : T(0x1p-1040);
+  auto a0 = random_batch<T>(n, n, count, 8000u + std::uint64_t(n));
+  for (long long b = 0; b < count; ++b)
+    for (int i = 0; i < n; ++i) a0[std::size_t(b * n * n + i + (n - 1) * n)] *= s;
+  const auto x0 = random_batch<T>(n, nrhs, count, 9000u + std::uint64_t(n));
+  std::vector<T> b0(x0.size());
+  for (long long b = 0; b < count; ++b)
+    for (int j = 0; j < nrhs; ++j)
+      for (int i = 0; i < n; ++i) {
+        double v = 0;
+        for (int k = 0; k < n; ++k)
+          v += double(a0[std::size_t(b * n * n + i + k * n)]) * double(x0[std::size_t(b * n * nrhs + k + j * n)]);
+        b0[std::size_t(b * n * nrhs + i + j * n)] = T(v);
+      }
+  placed<T> a(p, n, n, count, layout::strided), x(p, n, nrhs, count, layout::strided),
+      x2(p, n, nrhs, count, layout::strided);
+  a.put(a0);
+  x.put(b0);
+  x2.put(b0);
+  ints ipiv(p, std::size_t(count * n)), info(p, std::size_t(count));
+  bt::gesv(a.batch(), ipiv.data(), x.batch(), info.data(), p.opts);
+  bt::getrs(a.batch(), ipiv.data(), x2.batch(), p.opts);
+  const auto inf = info.get();
+  for (long long b = 0; b < count; ++b) REQUIRE(inf[std::size_t(b)] == 0);
+  for (const auto& sol : {x.get(), x2.get()}) {
+    double worst = 0;
+    for (long long b = 0; b < count; ++b) {
+      for (int e = 0; e < n * nrhs; ++e) REQUIRE(std::isfinite(double(sol[std::size_t(b * n * nrhs + e)])));
+      worst = std::max(worst, bt::solve_residual(n, nrhs, a0.data() + b * n * n, n, sol.data() + b * n * nrhs, n,
+                                                 b0.data() + b * n * nrhs, n));
+    }
+    CHECK_MESSAGE(worst < bt::threshold, "||B-AX|| ratio ", worst);
+  }
+}
+
 // Singular matrices: exact zero columns and exactly rank-1 ones (powers of two, so elimination is
 // exact and the Schur complement exactly zero), among regular ones; info equal to LAPACK's,
 // the others unaffected. Inverse: the same info. GESV: B unchanged where singular.

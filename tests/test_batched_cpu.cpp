@@ -39,6 +39,11 @@ TEST_CASE_TEMPLATE("batched LU, inverse and solve on the CPUs: every n, every la
     }
 }
 
+TEST_CASE_TEMPLATE("batched solves on the CPUs: a last pivot below the safe minimum", T, float, double) {
+  const tb::place p = cpu_place();
+  for (int n : {1, 2, 5, 17, 32}) tb::solve_tiny_pivot_case<T>(p, n, 3, 9);
+}
+
 // Entries near the ends of the range: 2^+-1000 in double (2^+-100 in float), where 1 / pivot of a
 // tiny matrix would overflow if formed carelessly; pivots as LAPACK's, residuals below threshold.
 TEST_CASE_TEMPLATE("batched on the CPUs: matrices scaled near the ends of the range", T, float, double) {

@@ -136,6 +136,30 @@ void cpu_batched_inverse(int n, batch_ref<T> a, batch_ref<T> ainv, int* info, lo
   }
 }
 
+// X := A^-1 B from GETF2's factors, reference LAPACK's GETRS step for step: the row swaps, then
+// the two triangular solves in TRSM's order (an entry that is zero updates nothing), dividing by
+// U's diagonal. OpenBLAS's TRSM multiplies by reciprocals of the diagonal instead, which overflow
+// to Inf for a pivot below 1 / the largest number where the quotient is finite.
+template <class T>
+void getrs2(int n, int nrhs, const T* lu, int ldlu, const int* ipiv, T* b, int ldb) {
+  for (int j = 0; j < nrhs; ++j) {
+    T* x = b + std::size_t(j) * ldb;
+    for (int k = 0; k < n; ++k)
+      if (ipiv[k] - 1 != k) std::swap(x[k], x[ipiv[k] - 1]);
+    for (int k = 0; k < n; ++k)  // L, unit diagonal
+      if (x[k] != T(0)) {
+        const T* lk = lu + std::size_t(k) * ldlu;
+        for (int i = k + 1; i < n; ++i) x[i] -= x[k] * lk[i];
+      }
+    for (int k = n - 1; k >= 0; --k)  // U
+      if (x[k] != T(0)) {
+        const T* uk = lu + std::size_t(k) * ldlu;
+        x[k] /= uk[k];
+        for (int i = 0; i < k; ++i) x[i] -= x[k] * uk[i];
+      }
+  }
+}
+
 template <class T>
 void cpu_batched_getrs(int n, int nrhs, batch_ref<T> lu, const int* ipiv, batch_ref<T> b,
                        long long first, long long last) {
@@ -145,9 +169,7 @@ void cpu_batched_getrs(int n, int nrhs, batch_ref<T> lu, const int* ipiv, batch_
   if (first == last || nrhs == 0) return;
   check::require_ge(fn, "lda", lu.ld, "n", n);
   check::require_ge(fn, "ldb", b.ld, "n", n);
-  for (long long i = first; i < last; ++i)
-    check::lapack_info(fn, "getrs",
-                       blas::getrs('N', n, nrhs, lu.matrix(i), lu.ld, ipiv + i * n, b.matrix(i), b.ld));
+  for (long long i = first; i < last; ++i) getrs2(n, nrhs, lu.matrix(i), lu.ld, ipiv + i * n, b.matrix(i), b.ld);
 }
 
 template <class T>
@@ -163,9 +185,7 @@ void cpu_batched_gesv(int n, int nrhs, batch_ref<T> a, int* ipiv, batch_ref<T> b
     // GESV through GETRF + GETRS so that nrhs = 0 (no B at all) works as well.
     const int r = getf2(n, a.matrix(i), a.ld, ipiv + i * n);
     info[i] = r;
-    if (r == 0 && nrhs > 0)
-      check::lapack_info(fn, "getrs",
-                         blas::getrs('N', n, nrhs, a.matrix(i), a.ld, ipiv + i * n, b.matrix(i), b.ld));
+    if (r == 0 && nrhs > 0) getrs2(n, nrhs, a.matrix(i), a.ld, ipiv + i * n, b.matrix(i), b.ld);
   }
 }
 
