@@ -75,7 +75,17 @@ TEST_CASE_TEMPLATE("batched on the GPU, device-resident: every n, both layouts, 
       tb::inverse_case<T>(p, lay, n, count, lay != tb::layout::strided);
       tb::solve_case<T>(p, lay, n, 1 + n % 3, count, false);
     }
+    // Many right-hand sides (the column kernels, more columns than a group has lanes).
+    tb::solve_case<T>(p, tb::layout::pointers, n, 40, count, false);
   }
+}
+
+// The substitution's last pivot below the safe minimum, by the row kernels (one right-hand side)
+// and the column kernels (40).
+TEST_CASE_TEMPLATE("batched on the GPU: solves whose last pivot is below the safe minimum", T, float, double) {
+  const tb::place p = device_place();
+  for (int n : {1, 2, 5, 12, 17, 32})
+    for (int nrhs : {1, 40}) tb::solve_tiny_pivot_case<T>(p, n, nrhs, 37);
 }
 
 TEST_CASE_TEMPLATE("batched on the GPU: singular matrices get LAPACK's info, the batch goes on", T, float, double) {

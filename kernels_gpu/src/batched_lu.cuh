@@ -958,12 +958,151 @@ __global__ void __launch_bounds__(threads_per_block)
   }
 }
 
+// ---- solves with many right-hand sides: a lane a column -----------------------------------------
+// The substitution above sends every step's value to the group by a shuffle, one right-hand side
+// after another: bound by the shuffles and their latency once there are several (H100, 2^20
+// matrices, n = 32, 32 right-hand sides, double: GETRS 62.7 ms against 11.3 ms for a copy of the
+// bytes). Here the factors go to shared memory once, and each lane solves whole columns of B from
+// there: broadcast loads and FMAs, no shuffles, as many columns at once as the group has lanes.
+// Each lane reads and writes its own column of B in global memory; staging B through shared
+// memory for whole-line accesses was slower at most sizes (more shared memory, fewer blocks an SM:
+// docs/results/2026-11-27-batched-solve-columns-h100.md).
+template <class T, int N>
+struct shared_factors {
+  static constexpr int per_block = group<T, N>::per_block;
+  // The groups of a warp read their factors at once: 16 bytes between their strides puts them
+  // on other banks (without it, 2-8 groups of one warp met on the same bank).
+  static constexpr int ld = N * N + 16 / static_cast<int>(sizeof(T));
+  alignas(16) T lu[per_block][ld];  // L\U with its rows at their places, column-major
+  T rd[per_block][N];               // 1 / (U_kk s_k)
+  T sc[per_block][N];               // s_k: 1, or 2^p where U_kk is below the safe minimum
+  int perm[per_block][N];           // place i holds B's row perm[i]
+};
+
+// A power of two that makes every nonzero subnormal normal (2^-1074 * 2^54 > 2^-1022).
+template <class T>
+__device__ __forceinline__ T scale_up() {
+  return sizeof(T) == sizeof(float) ? T(0x1p24f) : T(0x1p54);
+}
+
+// Lane k's part of the factors' setup: the reciprocal of U_kk, scaled where 1 / U_kk would
+// overflow, so that the substitution multiplies (y / U_kk = (y * rd) * s to rounding; U_kk = 0
+// or NaN gives Inf or NaN as LAPACK's division does). Called by every lane of the group after
+// f.lu is in place.
+template <class T, int N>
+__device__ __forceinline__ void diagonal_reciprocals(const group<T, N>& grp, shared_factors<T, N>& f) {
+  __syncwarp(grp.mask);
+  if (grp.active) {
+    const int k = grp.lane;
+    const T d = f.lu[grp.g][k + k * N];
+    const T sc = d >= safe_min<T>() || d <= -safe_min<T>() ? T(1) : scale_up<T>();
+    f.rd[grp.g][k] = T(1) / (d * sc);
+    f.sc[grp.g][k] = sc;
+  }
+  __syncwarp(grp.mask);
+}
+
+// X := A^-1 B for the group's matrix from f: lane j takes columns j, j + L, ... of b.
+template <class T, int N>
+__device__ __forceinline__ void solve_columns(const group<T, N>& grp, const shared_factors<T, N>& f, int nrhs, T* b,
+                                              int ldb) {
+  const T* lu = f.lu[grp.g];
+  for (int c = grp.lane; c < nrhs; c += group<T, N>::L) {
+    // Keeps the factors' loads in the loop: hoisted out of it as loop invariants (N^2 values),
+    // they spilled.
+    asm volatile("" ::: "memory");
+    T* col = b + static_cast<long long>(c) * ldb;
+    T y[N];
+#pragma unroll
+    for (int i = 0; i < N; ++i) y[i] = col[f.perm[grp.g][i]];
+#pragma unroll
+    for (int k = 0; k < N; ++k)  // L y = P b, unit diagonal
+#pragma unroll
+      for (int i = k + 1; i < N; ++i) y[i] = fma(-lu[i + k * N], y[k], y[i]);
+#pragma unroll
+    for (int k = N - 1; k >= 0; --k) {  // U x = y
+      y[k] = y[k] * f.rd[grp.g][k] * f.sc[grp.g][k];
+#pragma unroll
+      for (int i = 0; i < k; ++i) y[i] = fma(-lu[i + k * N], y[k], y[i]);
+    }
+#pragma unroll
+    for (int i = 0; i < N; ++i) col[i] = y[i];
+  }
+}
+
+template <class T, int N>
+__global__ void __launch_bounds__(threads_per_block)
+    getrs_columns_kernel(int nrhs, gpu_batch<T> LU, const int* __restrict__ ipiv, gpu_batch<T> B, long long count) {
+  __shared__ shared_factors<T, N> f;
+  const group<T, N> grp(count);
+  if (grp.leaves()) return;
+  if (grp.live) {  // the factors, the group's lanes along the columns (coalesced loads)
+    const T* lu = matrix_of(LU, grp.b);
+    constexpr int L = group<T, N>::L;
+#pragma unroll 8
+    for (int q = 0; q < (N * N + L - 1) / L; ++q) {  // unrolled by 8: loads go out together
+      const int e = grp.lane + q * L;
+      if (e < N * N) f.lu[grp.g][e] = lu[e % N + static_cast<long long>(e / N) * LU.ld];
+    }
+  }
+  // Where B's row lane lands under the swaps ipiv (getrs_kernel's pos): place pos holds it.
+  const int piv = grp.active ? ipiv[grp.b * N + grp.lane] - 1 : 0;
+  int pos = grp.lane;
+#pragma unroll
+  for (int k = 0; k < N; ++k) {
+    const int p = grp.shfl(piv, k);
+    if (pos == k) pos = p; else if (pos == p) pos = k;
+  }
+  if (grp.active) f.perm[grp.g][pos] = grp.lane;
+  diagonal_reciprocals(grp, f);
+  if (grp.live) solve_columns(grp, f, nrhs, matrix_of(B, grp.b), B.ld);
+}
+
+template <class T, int N>
+__global__ void __launch_bounds__(threads_per_block)
+    gesv_columns_kernel(int nrhs, gpu_batch<T> A, int* __restrict__ ipiv, gpu_batch<T> B, int* __restrict__ info,
+                        long long count) {
+  __shared__ shared_rows<T, N> s;
+  __shared__ shared_factors<T, N> f;
+  const group<T, N> grp(count);
+  if (grp.leaves()) return;
+  T* a = grp.matrix(A);
+  T r[N] = {};
+  load_row(grp, a, A.ld, r);
+  int pos = grp.lane, inf = 0;
+  int piv_lane[N], my_piv = 0;
+  lu_in_registers<T, N, false>(grp, s, r, pos, inf, piv_lane, my_piv);
+  store_lu(grp, a, A.ld, r, pos, inf, my_piv, ipiv, info);
+  if (grp.active) {  // lane i's row of A, and of B, is at place pos
+#pragma unroll
+    for (int j = 0; j < N; ++j) f.lu[grp.g][pos + j * N] = r[j];
+    f.perm[grp.g][pos] = grp.lane;
+  }
+  diagonal_reciprocals(grp, f);
+  // LAPACK's GESV leaves B alone for a singular A (inf is the group's).
+  if (grp.live && inf == 0) solve_columns(grp, f, nrhs, matrix_of(B, grp.b), B.ld);
+}
+
+// Whether the column kernels take nrhs right-hand sides of order n: where they measured faster
+// (H100, 2^20 matrices, 1-32 right-hand sides, docs/results/2026-11-27-batched-solve-columns-h100.md).
+// GESV from two (the factorization is the same, the substitution's shuffles go); GETRS, whose row
+// form reads only the factors and B, from four (n <= 12) or eight; single precision's wider
+// orders later.
+template <class T>
+bool solve_by_columns(bool gesv, int n, int nrhs) {
+  const bool wide_single = sizeof(T) == sizeof(float) && n > (gesv ? 20 : 28);
+  if (gesv) return nrhs >= (wide_single ? 4 : 2);
+  if (sizeof(T) == sizeof(double) && n == 3) return true;  // the packed row form is slow there
+  return nrhs >= (wide_single ? 16 : n <= 12 ? 4 : 8);
+}
+
 // ---- host side: checks, then a launch through a table over n ----------------------------------
 template <class T, int N>
 unsigned blocks_for(long long count) {
   constexpr int per_block = group<T, N>::per_block;
   return static_cast<unsigned>((count + per_block - 1) / per_block);
 }
+
 
 // GETRF and the inverse take a thread per matrix up to this order (the kernels above).
 inline constexpr int thread_kernel_max_n = 2;
@@ -1077,7 +1216,10 @@ void gpu_batched_getrs(int n, int nrhs, gpu_batch<T> lu, const int* ipiv, gpu_ba
   check::require_ptr(fn, "ipiv", ipiv);
   dispatch(n, [&](auto nc) {
     constexpr int N = decltype(nc)::value;
-    getrs_kernel<T, N><<<blocks_for<T, N>(count), threads_per_block, 0, stream>>>(nrhs, lu, ipiv, b, count);
+    if (solve_by_columns<T>(false, n, nrhs))
+      getrs_columns_kernel<T, N><<<blocks_for<T, N>(count), threads_per_block, 0, stream>>>(nrhs, lu, ipiv, b, count);
+    else
+      getrs_kernel<T, N><<<blocks_for<T, N>(count), threads_per_block, 0, stream>>>(nrhs, lu, ipiv, b, count);
   });
   detail::check(fn, "getrs_kernel launch", cudaGetLastError());
 }
@@ -1096,7 +1238,11 @@ void gpu_batched_gesv(int n, int nrhs, gpu_batch<T> a, int* ipiv, gpu_batch<T> b
   check::require_ptr(fn, "info", info);
   dispatch(n, [&](auto nc) {
     constexpr int N = decltype(nc)::value;
-    gesv_kernel<T, N><<<blocks_for<T, N>(count), threads_per_block, 0, stream>>>(nrhs, a, ipiv, b, info, count);
+    if (solve_by_columns<T>(true, n, nrhs))
+      gesv_columns_kernel<T, N><<<blocks_for<T, N>(count), threads_per_block, 0, stream>>>(nrhs, a, ipiv, b, info,
+                                                                                          count);
+    else
+      gesv_kernel<T, N><<<blocks_for<T, N>(count), threads_per_block, 0, stream>>>(nrhs, a, ipiv, b, info, count);
   });
   detail::check(fn, "gesv_kernel launch", cudaGetLastError());
 }
