@@ -1,7 +1,8 @@
 // tessera_batched_bench: batched LU and inverse of 2^20 (and 2^16) tiny matrices, n = 1..32, float
 // and double, device-resident: Tessera's register-resident kernels against cuBLAS getrfBatched,
 // getrfBatched + getriBatched, and matinvBatched, and against a device-to-device copy of the same
-// bytes measured in the same run (the memory-bound limit). Then a host-resident batch streamed
+// bytes measured in the same run (the memory-bound limit). The solves (--nrhs): GETRS and the fused
+// GESV against cuBLAS getrsBatched (after getrfBatched for GESV). Then a host-resident batch streamed
 // through the GPU (tessera::batched) against the pinned host-to-device copy.
 // Times are the best of --reps runs (CUDA events), rates by LAPACK's flop counts, bandwidth as
 // (bytes read + bytes written) / time. A short table is printed last; every figure goes to --csv.
@@ -60,6 +61,15 @@ cublasStatus_t matinv(cublasHandle_t h, int n, float* const* a, int lda, float* 
 cublasStatus_t matinv(cublasHandle_t h, int n, double* const* a, int lda, double* const* c, int ldc, int* info,
                       int count) {
   return cublasDmatinvBatched(h, n, a, lda, c, ldc, info, count);
+}
+
+cublasStatus_t getrs(cublasHandle_t h, int n, int nrhs, float* const* a, int lda, const int* p, float* const* b,
+                     int ldb, int* info, int count) {
+  return cublasSgetrsBatched(h, CUBLAS_OP_N, n, nrhs, a, lda, p, b, ldb, info, count);
+}
+cublasStatus_t getrs(cublasHandle_t h, int n, int nrhs, double* const* a, int lda, const int* p, double* const* b,
+                     int ldb, int* info, int count) {
+  return cublasDgetrsBatched(h, CUBLAS_OP_N, n, nrhs, a, lda, p, b, ldb, info, count);
 }
 
 struct timer {
@@ -166,6 +176,85 @@ row measure(int n, long long count, int reps, cudaStream_t s, cublasHandle_t h, 
     r.cu_matinv_ms = t.best(reps, restore, [&] { ok(matinv(h, n, pa, n, px, n, info, int(count)), "matinvBatched"); });
   }
   for (void* p : {(void*)a0, (void*)a, (void*)x, (void*)piv, (void*)cpiv, (void*)info, (void*)pa, (void*)px}) cudaFree(p);
+  return r;
+}
+
+// The solves with nrhs right-hand sides: GETRS on Tessera's factors, the fused GESV, cuBLAS
+// getrsBatched on cuBLAS's factors (and getrfBatched + getrsBatched for GESV), and the copy of the
+// bytes GESV reads and writes.
+struct solve_row {
+  std::string prec;
+  int n, nrhs;
+  long long count;
+  double copy_ms, getrs_ms, gesv_ms, cu_getrs_ms, cu_getrf_ms;
+  double getrs_bytes, gesv_bytes, copy_bytes;
+};
+
+template <class T>
+solve_row measure_solve(int n, int nrhs, long long count, int reps, cudaStream_t s, cublasHandle_t h, bool cublas_on) {
+  const std::size_t nn = std::size_t(n) * n, nk = std::size_t(n) * nrhs;
+  const std::size_t elems = nn * std::size_t(count), belems = nk * std::size_t(count);
+  T *a0, *a, *b0, *b, *x;
+  int *piv, *info, *cpiv;
+  T **pa, **pb;
+  ok(cudaMalloc(&a0, elems * sizeof(T)), "malloc a0");
+  ok(cudaMalloc(&a, elems * sizeof(T)), "malloc a");
+  ok(cudaMalloc(&b0, belems * sizeof(T)), "malloc b0");
+  ok(cudaMalloc(&b, belems * sizeof(T)), "malloc b");
+  ok(cudaMalloc(&x, (elems + belems) * sizeof(T)), "malloc x");
+  ok(cudaMalloc(&piv, std::size_t(count) * n * sizeof(int)), "malloc piv");
+  ok(cudaMalloc(&cpiv, std::size_t(count) * n * sizeof(int)), "malloc cpiv");
+  ok(cudaMalloc(&info, std::size_t(count) * sizeof(int)), "malloc info");
+  ok(cudaMalloc(&pa, std::size_t(count) * sizeof(T*)), "malloc pa");
+  ok(cudaMalloc(&pb, std::size_t(count) * sizeof(T*)), "malloc pb");
+  {
+    std::vector<T*> hp(static_cast<std::size_t>(count)), hb(static_cast<std::size_t>(count));
+    for (long long i = 0; i < count; ++i) {
+      hp[std::size_t(i)] = a + std::size_t(i) * nn;
+      hb[std::size_t(i)] = b + std::size_t(i) * nk;
+    }
+    ok(cudaMemcpy(pa, hp.data(), hp.size() * sizeof(T*), cudaMemcpyHostToDevice), "pointers");
+    ok(cudaMemcpy(pb, hb.data(), hb.size() * sizeof(T*), cudaMemcpyHostToDevice), "pointers");
+  }
+  tessera::bench::fill_uniform(a0, elems, 42, s);
+  tessera::bench::fill_uniform(b0, belems, 43, s);
+  timer t(s);
+  auto restore_a = [&] { ok(cudaMemcpyAsync(a, a0, elems * sizeof(T), cudaMemcpyDeviceToDevice, s), "restore"); };
+  auto restore_b = [&] { ok(cudaMemcpyAsync(b, b0, belems * sizeof(T), cudaMemcpyDeviceToDevice, s), "restore"); };
+  auto restore_ab = [&] {
+    restore_a();
+    restore_b();
+  };
+  const tk::gpu_batch<T> A{a, (long long)nn, nullptr, n}, B{b, (long long)nk, nullptr, n};
+  solve_row r{};
+  r.prec = sizeof(T) == 4 ? "s" : "d";
+  r.n = n;
+  r.nrhs = nrhs;
+  r.count = count;
+  const double c = double(count);
+  r.getrs_bytes = double(elems * sizeof(T)) + 2.0 * double(belems * sizeof(T)) + c * n * sizeof(int);
+  r.gesv_bytes = 2.0 * double((elems + belems) * sizeof(T)) + c * (n + 1) * sizeof(int);
+  r.copy_bytes = 2.0 * double((elems + belems) * sizeof(T));
+  r.copy_ms = t.best(reps, [] {}, [&] {
+    ok(cudaMemcpyAsync(x, a0, elems * sizeof(T), cudaMemcpyDeviceToDevice, s), "copy");
+    ok(cudaMemcpyAsync(x + elems, b0, belems * sizeof(T), cudaMemcpyDeviceToDevice, s), "copy");
+  });
+  restore_a();
+  tk::gpu_batched_getrf(n, A, piv, info, count, s);  // a: Tessera's factors
+  r.getrs_ms = t.best(reps, restore_b, [&] { tk::gpu_batched_getrs(n, nrhs, A, piv, B, count, s); });
+  r.gesv_ms = t.best(reps, restore_ab, [&] { tk::gpu_batched_gesv(n, nrhs, A, piv, B, info, count, s); });
+  r.cu_getrs_ms = r.cu_getrf_ms = -1;
+  if (cublas_on) {
+    ok(cublasSetStream(h, s), "set stream");
+    r.cu_getrf_ms = t.best(reps, restore_a, [&] { ok(getrf(h, n, pa, n, cpiv, info, int(count)), "getrfBatched"); });
+    int host_info = 0;  // a: cuBLAS's factors from the last run
+    r.cu_getrs_ms = t.best(reps, restore_b, [&] {
+      ok(getrs(h, n, nrhs, pa, n, cpiv, pb, n, &host_info, int(count)), "getrsBatched");
+    });
+  }
+  for (void* p : {(void*)a0, (void*)a, (void*)b0, (void*)b, (void*)x, (void*)piv, (void*)cpiv, (void*)info, (void*)pa,
+                  (void*)pb})
+    cudaFree(p);
   return r;
 }
 
@@ -304,7 +393,7 @@ stream_row streamed(const std::string& op, int n, long long count, double link, 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"tessera_batched_bench: batched LU and inverse of tiny matrices against cuBLAS"};
+  CLI::App app{"tessera_batched_bench: batched LU, inverse and solves of tiny matrices against cuBLAS"};
   std::vector<int> ns;
   std::vector<long long> counts{1 << 20, 1 << 16};
   std::string precisions = "sd", csv = "batched_bench.csv";
@@ -319,6 +408,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> stream_ops{"lu", "inv"};
   std::vector<std::string> stream_memory{"pageable"};
   std::vector<double> stream_cpu_shares{0};
+  std::vector<int> nrhs_list{1}, solve_ns;
   app.add_option("--n", ns, "orders (default 1..32)")->delimiter(',');
   app.add_option("--counts", counts, "batch sizes")->delimiter(',');
   app.add_option("--precisions", precisions, "s, d or sd");
@@ -342,10 +432,13 @@ int main(int argc, char** argv) {
   app.add_option("--stream-trace", stream_trace,
                  "trace each streamed run's last repetition: print where the time went, and write PREFIX_<op><prec><n>.json "
                  "(-: print only)");
+  app.add_option("--nrhs", nrhs_list, "right-hand sides of the solve runs (GETRS, GESV; none: 0; a list)")->delimiter(',');
+  app.add_option("--solve-n", solve_ns, "orders of the solve runs (default: --n's)")->delimiter(',');
   app.add_option("--csv", csv, "where every figure goes");
   CLI11_PARSE(app, argc, argv);
   if (ns.empty())
     for (int n = 1; n <= 32; ++n) ns.push_back(n);
+  if (solve_ns.empty()) solve_ns = ns;
   int dev = 0;
   cudaDeviceProp prop;
   ok(cudaGetDevice(&dev), "device");
@@ -376,6 +469,25 @@ int main(int argc, char** argv) {
         out.flush();
         std::fprintf(stderr, "%s\n", line);
       }
+  std::vector<solve_row> solves;
+  if (!nrhs_list.empty() && nrhs_list[0] > 0) {
+    out << "# solve: precision,n,count,nrhs,copy_ms,getrs_ms,getrs_GBs,gesv_ms,gesv_GBs,cublas_getrs_ms,cublas_getrf_ms\n";
+    for (long long count : counts)
+      for (char p : precisions)
+        for (int k : nrhs_list)
+          for (int n : solve_ns) {
+            const solve_row r = p == 's' ? measure_solve<float>(n, k, count, reps, s, h, cublas_on)
+                                         : measure_solve<double>(n, k, count, reps, s, h, cublas_on);
+            solves.push_back(r);
+            char line[512];
+            std::snprintf(line, sizeof line, "# solve,%s,%d,%lld,%d,%.4f,%.4f,%.1f,%.4f,%.1f,%.4f,%.4f", r.prec.c_str(), n,
+                          count, k, r.copy_ms, r.getrs_ms, r.getrs_bytes / r.getrs_ms * 1e-6, r.gesv_ms,
+                          r.gesv_bytes / r.gesv_ms * 1e-6, r.cu_getrs_ms, r.cu_getrf_ms);
+            out << line << "\n";
+            out.flush();
+            std::fprintf(stderr, "%s\n", line + 2);
+          }
+  }
   std::vector<stream_row> srows;
   if (!stream_ns.empty() && stream_ns[0] > 0) {
     const link_rates link = pinned_link(std::size_t(1) << 30, s);
@@ -411,6 +523,16 @@ int main(int argc, char** argv) {
                 r.prec.c_str(), r.n, r.count, r.copy_ms, r.lu_ms, r.inv_ms, 100 * r.lu_bytes / r.lu_ms / bw,
                 100 * r.inv_bytes / r.inv_ms / bw, r.cu_getrf_ms, r.cu_getrf_ms + r.cu_getri_ms, r.cu_matinv_ms,
                 r.cu_getrf_ms / r.lu_ms, (r.cu_getrf_ms + r.cu_getri_ms) / r.inv_ms);
+  }
+  if (!solves.empty())
+    std::printf("\n%-4s %3s %4s %8s | %8s %8s %8s | %8s %7s | %9s %9s | %7s %7s\n", "prec", "n", "nrhs", "count",
+                "copy ms", "GETRS ms", "GESV ms", "GETRS%cp", "GESV%cp", "cu getrs", "cu rf+rs", "GETRS x", "GESV x");
+  for (const solve_row& r : solves) {
+    const double bw = r.copy_bytes / r.copy_ms;
+    std::printf("%-4s %3d %4d %8lld | %8.3f %8.3f %8.3f | %7.0f%% %6.0f%% | %9.3f %9.3f | %7.2f %7.2f\n", r.prec.c_str(),
+                r.n, r.nrhs, r.count, r.copy_ms, r.getrs_ms, r.gesv_ms, 100 * r.getrs_bytes / r.getrs_ms / bw,
+                100 * r.gesv_bytes / r.gesv_ms / bw, r.cu_getrs_ms, r.cu_getrf_ms + r.cu_getrs_ms,
+                r.cu_getrs_ms / r.getrs_ms, (r.cu_getrf_ms + r.cu_getrs_ms) / r.gesv_ms);
   }
   for (const stream_row& r : srows)
     std::printf("streamed %s %s n=%d %s count=%lld depth %d chunk %zu, %u threads, cpu share %g (%.1f%% done there): %.3f s, %.1f GB/s each way = %.0f%% of pinned H2D %.1f GB/s (%g chunks)\n",
