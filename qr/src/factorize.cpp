@@ -15,6 +15,7 @@
 #include "memory.hpp"
 #include "tessera/kernels_cpu/blas.hpp"
 #include "tessera/kernels_cpu/core_full_t.hpp"
+#include "tessera/kernels_cpu/trsm_upper.hpp"
 #include "tessera/qr/blas_threads.hpp"
 #include "tessera/qr/blocked_qr_gpu.hpp"
 #include "tessera/qr/blocked_qr_multi_gpu.hpp"
@@ -333,11 +334,23 @@ void factorization<T>::solve(matrix_ref<T> b) {
   detail::staged<T> w(*s.rt, b, where, true);
   const wait_on_error drain(*s.rt);
   apply_q(trans::trans, w.view());
-  if (where == memory::host)
-    blas::trsm(CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, s.n, b.n, T(1), s.a, s.lda, w.view().data,
-               w.view().ld);
-  else
+  if (where == memory::host) {
+    kernels::trsm_upper(s.n, b.n, s.a, s.lda, w.view().data, w.view().ld);
+  } else if (kernels::has_tiny_diagonal(s.n, diagonal.data(), 1)) {
+    // cuBLAS's TRSM multiplies by reciprocals of the diagonal too (Inf below 1 / the largest
+    // number, where the solution is finite): this rare case is solved on the host.
+    require_available("tessera::qr::factorization::solve", memory::host,
+                      sizeof(T) * (std::size_t(s.n) * s.n + std::size_t(s.n) * b.n),
+                      "R and B on the host (a pivot of R below the safe minimum)");
+    s.rt->wait_all();
+    std::vector<T> r(std::size_t(s.n) * s.n), x(std::size_t(s.n) * b.n);
+    detail::copy_matrix(s.n, s.n, s.a, s.lda, where, r.data(), s.n, memory::host);
+    detail::copy_matrix(s.n, b.n, w.view().data, w.view().ld, where, x.data(), s.n, memory::host);
+    kernels::trsm_upper(s.n, b.n, r.data(), s.n, x.data(), s.n);
+    detail::copy_matrix(s.n, b.n, x.data(), s.n, memory::host, w.view().data, w.view().ld, where);
+  } else {
     detail::trsm_device(*s.rt, s.n, b.n, s.a, s.lda, w.view());
+  }
   w.finish();
 }
 

@@ -6,6 +6,7 @@
 #include "apply_q.hpp"
 #include "detail.hpp"
 #include "tessera/kernels_cpu/blas.hpp"
+#include "tessera/kernels_cpu/trsm_upper.hpp"
 #include "tessera/qr/blas_threads.hpp"
 #include "tessera/qr/layout.hpp"
 
@@ -38,7 +39,7 @@ void gels_solve_async(runtime& rt, const qr_factors<T>& f, tile_matrix<T>& b, co
                 throw std::runtime_error("tessera::qr::gels: R(" + std::to_string(k * nb + d) + ", " +
                                          std::to_string(k * nb + d) +
                                          ") = 0: A is rank deficient, no unique least squares solution");
-            blas::trsm(CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, nk, nc, T(1), rkk, ldk, bkc, ldk);
+            kernels::trsm_upper(nk, nc, rkk, ldk, bkc, ldk);
           })
           .read(ha(k, k))
           .read_write(hb(k, c))

@@ -411,7 +411,7 @@ void updatable<T>::solve(matrix_ref<T> x) const {
     auto& be = st.be;
     be.ensure(st.work_r, std::size_t(m) * nr);
     be.copy(detail::lane_r, m, nr, st.D(0, 0), st.ldd, st.work_r.data(), m);
-    be.trsm(detail::lane_r, 'L', 'U', 'N', 'N', m, nr, T(1), st.R(0, 0), st.ldr, st.work_r.data(), m);
+    be.solve_upper(detail::lane_r, m, nr, st.R(0, 0), st.ldr, st.work_r.data(), m);
     be.download(detail::lane_r, m, nr, st.work_r.data(), m, x.data, x.ld);
     be.sync();
   });

@@ -21,6 +21,7 @@
 #include "tessera/kernels_cpu/blas.hpp"
 #include "tessera/kernels_cpu/check.hpp"
 #include "tessera/kernels_cpu/givens.hpp"
+#include "tessera/kernels_cpu/trsm_upper.hpp"
 
 namespace tessera::qr::detail {
 
@@ -105,13 +106,11 @@ struct host_backend {
     trmm(lane, side, 'U', ta, 'N', m, n, T(1), Tm, ldt, W, m);
     return W;
   }
+  // B := R^-1 B, R n x n upper triangular: kernels::trsm_upper (safe where a pivot is below 1 /
+  // the largest number).
   template <class T>
-  void trsm(int, char side, char uplo, char ta, char diag, int m, int n, T alpha, const T* A,
-            int lda, T* B, int ldb) {
-    if (m <= 0 || n <= 0) return;
-    blas::trsm(side == 'L' ? CblasLeft : CblasRight, uplo == 'U' ? CblasUpper : CblasLower,
-               ta == 'T' ? CblasTrans : CblasNoTrans, diag == 'U' ? CblasUnit : CblasNonUnit, m, n,
-               alpha, A, lda, B, ldb);
+  void solve_upper(int, int n, int nrhs, const T* R, int ldr, T* B, int ldb) {
+    kernels::trsm_upper(n, nrhs, R, ldr, B, ldb);
   }
   // B := A (m x n), the two not overlapping; columns in parallel when there are many.
   template <class T>
@@ -286,9 +285,9 @@ struct gpu_backend {
   static constexpr int t_mult_x_from = 128;
   template <class T>
   T* t_mult(int lane, char side, char ta, int m, int n, const T* Tm, int ldt, T* W, T* X);
+  // As the host backend's, on lane's stream.
   template <class T>
-  void trsm(int lane, char side, char uplo, char ta, char diag, int m, int n, T alpha, const T* A,
-            int lda, T* B, int ldb);
+  void solve_upper(int lane, int n, int nrhs, const T* R, int ldr, T* B, int ldb);
   template <class T>
   void copy(int lane, int m, int n, const T* A, int lda, T* B, int ldb);
   template <class T>

@@ -20,6 +20,7 @@
 #include "tessera/kernels_gpu/gpu_tpqrt.hpp"
 #include "tessera/kernels_gpu/gpu_larfb.hpp"
 #include "tessera/kernels_gpu/gpu_tsmqr.hpp"
+#include "tessera/qr/factorize.hpp"
 #include "tessera/sched/memory.hpp"
 #include "update_backend.hpp"
 
@@ -202,13 +203,25 @@ T* gpu_backend::t_mult(int lane, char side, char ta, int m, int n, const T* Tm, 
 }
 
 template <class T>
-void gpu_backend::trsm(int lane, char side, char uplo, char ta, char diag, int m, int n, T alpha,
-                       const T* A, int lda, T* B, int ldb) {
-  if (m <= 0 || n <= 0) return;
-  ok(tessera::cublas::trsm(_r->h[lane], side == 'L' ? CUBLAS_SIDE_LEFT : CUBLAS_SIDE_RIGHT,
-                           uplo == 'U' ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER, op(ta),
-                           diag == 'U' ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT, m, n, alpha, A,
-                           lda, B, ldb),
+void gpu_backend::solve_upper(int lane, int n, int nrhs, const T* R, int ldr, T* B, int ldb) {
+  if (n <= 0 || nrhs <= 0) return;
+  // R's diagonal first: cuBLAS's TRSM multiplies by reciprocals of it (Inf below 1 / the largest
+  // number, where the solution is finite), so that rare case is solved on the host.
+  std::vector<T> d(static_cast<std::size_t>(n));
+  download(lane, 1, n, R, ldr + 1, d.data(), 1);
+  if (kernels::has_tiny_diagonal(n, d.data(), 1)) {
+    qr::require_available("tessera::qr::updatable::solve", qr::memory::host,
+                      sizeof(T) * (std::size_t(n) * n + std::size_t(n) * nrhs),
+                      "R and X on the host (a pivot of R below the safe minimum)");
+    std::vector<T> r(std::size_t(n) * n), x(std::size_t(n) * nrhs);
+    download(lane, n, n, R, ldr, r.data(), n);
+    download(lane, n, nrhs, B, ldb, x.data(), n);
+    kernels::trsm_upper(n, nrhs, r.data(), n, x.data(), n);
+    upload(lane, n, nrhs, x.data(), n, B, ldb);
+    return;
+  }
+  ok(tessera::cublas::trsm(_r->h[lane], CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT,
+                           n, nrhs, T(1), R, ldr, B, ldb),
      "trsm");
 }
 
@@ -404,8 +417,7 @@ unsigned gpu_backend::count_non_finite(int m, int n, const T* A, int lda) {
                                      int, T, T*, int);                                             \
   template void gpu_backend::trmm<T>(int, char, char, char, char, int, int, T, const T*, int, T*, \
                                      int);                                                         \
-  template void gpu_backend::trsm<T>(int, char, char, char, char, int, int, T, const T*, int, T*, \
-                                     int);                                                         \
+  template void gpu_backend::solve_upper<T>(int, int, int, const T*, int, T*, int);              \
   template T* gpu_backend::t_mult<T>(int, char, char, int, int, const T*, int, T*, T*);            \
   template void gpu_backend::copy<T>(int, int, int, const T*, int, T*, int);                      \
   template void gpu_backend::transpose<T>(int, int, int, const T*, int, T*, int);                 \
