@@ -18,6 +18,7 @@
 #include <array>
 #include <cfloat>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 #include <utility>
 
@@ -875,11 +876,28 @@ __global__ void __launch_bounds__(threads_per_block)
 }
 
 // ---- solves ---------------------------------------------------------------------------------
+// A power of two that makes every nonzero subnormal normal (2^-1074 * 2^54 > 2^-1022).
+template <class T>
+__device__ __forceinline__ T scale_up() {
+  return sizeof(T) == sizeof(float) ? T(0x1p24f) : T(0x1p54);
+}
+
+// The substitution's division by d as two multiplies, x / d = (x * rd) * sc to rounding: rd = 1 /
+// (d sc), sc = 1, or a power of two where d is below the safe minimum, so that 1 / d, which would
+// overflow there, is never formed (d = 0 or NaN gives Inf or NaN, as the division does).
+template <class T>
+__device__ __forceinline__ void scaled_reciprocal(T d, T& rd, T& sc) {
+  sc = d >= safe_min<T>() || d <= -safe_min<T>() ? T(1) : scale_up<T>();
+  rd = T(1) / (d * sc);
+}
+
 // Forward and back substitution with rows at places pos (src_lane[k]: the lane holding place k);
-// y: this lane's entry of one right-hand side, at place pos.
+// y: this lane's entry of one right-hand side, at place pos; rd, sc: scaled_reciprocal of this
+// lane's diagonal entry U(pos, pos), worked out once for every right-hand side. A division in the
+// pivot lane's branch at each step had put the division's code before every step's shuffle.
 template <class T, int N>
 __device__ __forceinline__ T substitute(const group<T, N>& grp, const T (&r)[N], int pos,
-                                        const int (&src_lane)[N], T y) {
+                                        const int (&src_lane)[N], T rd, T sc, T y) {
 #pragma unroll
   for (int k = 0; k < N; ++k) {  // L y = P b, unit diagonal
     const T yk = grp.shfl(y, src_lane[k]);
@@ -887,11 +905,21 @@ __device__ __forceinline__ T substitute(const group<T, N>& grp, const T (&r)[N],
   }
 #pragma unroll
   for (int k = N - 1; k >= 0; --k) {  // U x = y
-    if (pos == k) y = y / r[k];
+    if (pos == k) y = y * rd * sc;
     const T xk = grp.shfl(y, src_lane[k]);
     if (pos < k) y = fma(-r[k], xk, y);
   }
   return y;
+}
+
+// rd, sc for this lane's row (at place pos) of the factors in r.
+template <class T, int N>
+__device__ __forceinline__ void row_reciprocal(const T (&r)[N], int pos, T& rd, T& sc) {
+  T d = T(1);
+#pragma unroll
+  for (int k = 0; k < N; ++k)
+    if (pos == k) d = r[k];
+  scaled_reciprocal(d, rd, sc);
 }
 
 template <class T, int N>
@@ -917,6 +945,8 @@ __global__ void __launch_bounds__(threads_per_block)
   int src_lane[N];
 #pragma unroll
   for (int k = 0; k < N; ++k) src_lane[k] = k;
+  T rd, sc;
+  row_reciprocal(r, grp.lane, rd, sc);
   T* b = grp.matrix(B);
   for (int c = 0; c < nrhs; ++c) {
     T* col = b ? b + static_cast<long long>(c) * B.ld : nullptr;
@@ -926,13 +956,23 @@ __global__ void __launch_bounds__(threads_per_block)
     if (grp.active) stage[pos] = x;
     __syncwarp(grp.mask);
     T y = grp.active ? stage[grp.lane] : T(0);
-    y = substitute(grp, r, grp.lane, src_lane, y);
+    y = substitute(grp, r, grp.lane, src_lane, rd, sc, y);
     if (grp.active) col[grp.lane] = y;
   }
 }
 
+// GESV's row kernel holds the LU's occupancy bound for n > 16 but at n = 32 in double (H100, one
+// right-hand side, ms: double n = 17 / 24 / 31 3.68 / 6.41 / 10.63 -> 3.11 / 5.81 / 10.25, single
+// n = 24 / 32 3.19 / 5.37 -> 2.92 / 4.65; double n = 32 9.51 -> 11.47 and single n = 16 1.12 -> 1.50
+// with it, so not there).
 template <class T, int N>
-__global__ void __launch_bounds__(threads_per_block)
+constexpr int gesv_min_blocks() {
+  if constexpr (sizeof(T) == sizeof(float) && N >= 11 && N <= 16) return 9;
+  return N > 16 && !(sizeof(T) == sizeof(double) && N == 32) ? min_blocks<T, N>() : 1;
+}
+
+template <class T, int N>
+__global__ void __launch_bounds__(threads_per_block, gesv_min_blocks<T, N>())
     gesv_kernel(int nrhs, gpu_batch<T> A, int* __restrict__ ipiv, gpu_batch<T> B, int* __restrict__ info,
                 long long count) {
   __shared__ shared_rows<T, N> s;
@@ -949,11 +989,13 @@ __global__ void __launch_bounds__(threads_per_block)
   // part in the substitution's shuffles, on zeros.
   const bool solve = grp.active && inf == 0;
   T* b = solve ? matrix_of(B, grp.b) : nullptr;
+  T rd, sc;
+  row_reciprocal(r, pos, rd, sc);
   for (int c = 0; c < nrhs; ++c) {
     T* col = solve ? b + static_cast<long long>(c) * B.ld : nullptr;
     // Lane i holds row i of B, which is (PB)'s entry at place pos: the rows never move.
     T y = solve ? col[grp.lane] : T(0);
-    y = substitute(grp, r, pos, piv_lane, y);
+    y = substitute(grp, r, pos, piv_lane, rd, sc, y);
     if (solve) col[pos] = y;
   }
 }
@@ -979,25 +1021,14 @@ struct shared_factors {
   int perm[per_block][N];           // place i holds B's row perm[i]
 };
 
-// A power of two that makes every nonzero subnormal normal (2^-1074 * 2^54 > 2^-1022).
-template <class T>
-__device__ __forceinline__ T scale_up() {
-  return sizeof(T) == sizeof(float) ? T(0x1p24f) : T(0x1p54);
-}
-
-// Lane k's part of the factors' setup: the reciprocal of U_kk, scaled where 1 / U_kk would
-// overflow, so that the substitution multiplies (y / U_kk = (y * rd) * s to rounding; U_kk = 0
-// or NaN gives Inf or NaN as LAPACK's division does). Called by every lane of the group after
-// f.lu is in place.
+// Lane k's part of the factors' setup: scaled_reciprocal of U_kk. Called by every lane of the
+// group after f.lu is in place.
 template <class T, int N>
 __device__ __forceinline__ void diagonal_reciprocals(const group<T, N>& grp, shared_factors<T, N>& f) {
   __syncwarp(grp.mask);
   if (grp.active) {
     const int k = grp.lane;
-    const T d = f.lu[grp.g][k + k * N];
-    const T sc = d >= safe_min<T>() || d <= -safe_min<T>() ? T(1) : scale_up<T>();
-    f.rd[grp.g][k] = T(1) / (d * sc);
-    f.sc[grp.g][k] = sc;
+    scaled_reciprocal(f.lu[grp.g][k + k * N], f.rd[grp.g][k], f.sc[grp.g][k]);
   }
   __syncwarp(grp.mask);
 }
@@ -1083,17 +1114,30 @@ __global__ void __launch_bounds__(threads_per_block)
   if (grp.live && inf == 0) solve_columns(grp, f, nrhs, matrix_of(B, grp.b), B.ld);
 }
 
-// Whether the column kernels take nrhs right-hand sides of order n: where they measured faster
-// (H100, 2^20 matrices, 1-32 right-hand sides, docs/results/2026-11-27-batched-solve-columns-h100.md).
-// GESV from two (the factorization is the same, the substitution's shuffles go); GETRS, whose row
-// form reads only the factors and B, from four (n <= 12) or eight; single precision's wider
-// orders later.
+// Whether the column kernels take nrhs right-hand sides of order n: the fewest right-hand sides
+// from which they measured faster than the row kernels (H100, 2^20 matrices, 1-32 right-hand sides,
+// docs/results/2026-11-27-batched-solve-columns-h100.md). The row form sends every step's value by
+// a shuffle, one right-hand side after another; the column form reads all n^2 factors from shared
+// memory once per group of columns. Orders where the row form stayed ahead at 32 right-hand sides
+// never switch (double GETRS n = 16, two 16-lane groups a warp; single GETRS n = 32, GESV n >= 29).
+template <class T>
+int columns_from(bool gesv, int n) {
+  constexpr int never = std::numeric_limits<int>::max();
+  constexpr bool single = sizeof(T) == sizeof(float);
+  if (gesv) {
+    if (single) return n <= 16 ? 2 : n <= 20 ? 4 : n <= 28 ? 8 : never;
+    return n == 31 ? 8 : 2;
+  }
+  if (!single && n == 3) return 1;  // the packed row form is slow there
+  if (n <= 5) return 4;
+  if (n == 16) return single ? 32 : never;
+  if (n < 28) return 8;
+  return single && n == 32 ? never : 16;
+}
+
 template <class T>
 bool solve_by_columns(bool gesv, int n, int nrhs) {
-  const bool wide_single = sizeof(T) == sizeof(float) && n > (gesv ? 20 : 28);
-  if (gesv) return nrhs >= (wide_single ? 4 : 2);
-  if (sizeof(T) == sizeof(double) && n == 3) return true;  // the packed row form is slow there
-  return nrhs >= (wide_single ? 16 : n <= 12 ? 4 : 8);
+  return nrhs >= columns_from<T>(gesv, n);
 }
 
 // ---- host side: checks, then a launch through a table over n ----------------------------------
