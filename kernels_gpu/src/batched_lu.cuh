@@ -477,19 +477,29 @@ __device__ __forceinline__ void lu_in_registers(const group<T, N>& grp, shared_r
   }
 }
 
+// GETRF of the group's matrix of A in registers, its results stored: r is this lane's row of L\U
+// afterwards, at place pos; piv_lane (Solve) the lane that holds each place. Returns info.
+template <class T, int N, bool Solve>
+__device__ __forceinline__ int getrf_group(const group<T, N>& grp, shared_rows<T, N>& s, gpu_batch<T> A, int* ipiv,
+                                           int* info, T (&r)[N], int& pos, int (&piv_lane)[N]) {
+  T* a = grp.matrix(A);
+  load_row(grp, a, A.ld, r);
+  int inf = 0, my_piv = 0;
+  pos = grp.lane;
+  lu_in_registers<T, N, Solve>(grp, s, r, pos, inf, piv_lane, my_piv);
+  store_lu(grp, a, A.ld, r, pos, inf, my_piv, ipiv, info);
+  return inf;
+}
+
 template <class T, int N>
 __global__ void __launch_bounds__(threads_per_block, min_blocks<T, N>())
     getrf_kernel(gpu_batch<T> A, int* __restrict__ ipiv, int* __restrict__ info, long long count) {
   __shared__ shared_rows<T, N> s;
   const group<T, N> grp(count);
   if (grp.leaves()) return;  // whole groups leave together, so the masks stay right
-  T* a = grp.matrix(A);
   T r[N] = {};
-  load_row(grp, a, A.ld, r);
-  int pos = grp.lane, inf = 0;
-  int piv_lane[N], my_piv = 0;
-  lu_in_registers<T, N, false>(grp, s, r, pos, inf, piv_lane, my_piv);
-  store_lu(grp, a, A.ld, r, pos, inf, my_piv, ipiv, info);
+  int pos, piv_lane[N];
+  getrf_group<T, N, false>(grp, s, A, ipiv, info, r, pos, piv_lane);
 }
 
 // ---- inverse: Gauss-Jordan in place, fused with the pivoting ----------------------------------
@@ -978,13 +988,9 @@ __global__ void __launch_bounds__(threads_per_block, gesv_min_blocks<T, N>())
   __shared__ shared_rows<T, N> s;
   const group<T, N> grp(count);
   if (grp.leaves()) return;
-  T* a = grp.matrix(A);
   T r[N] = {};
-  load_row(grp, a, A.ld, r);
-  int pos = grp.lane, inf = 0;
-  int piv_lane[N], my_piv = 0;
-  lu_in_registers<T, N, true>(grp, s, r, pos, inf, piv_lane, my_piv);
-  store_lu(grp, a, A.ld, r, pos, inf, my_piv, ipiv, info);
+  int pos, piv_lane[N];
+  const int inf = getrf_group<T, N, true>(grp, s, A, ipiv, info, r, pos, piv_lane);
   // LAPACK's GESV leaves B alone for a singular A (inf is the group's); such a group still takes
   // part in the substitution's shuffles, on zeros.
   const bool solve = grp.active && inf == 0;
@@ -1097,13 +1103,9 @@ __global__ void __launch_bounds__(threads_per_block)
   __shared__ shared_factors<T, N> f;
   const group<T, N> grp(count);
   if (grp.leaves()) return;
-  T* a = grp.matrix(A);
   T r[N] = {};
-  load_row(grp, a, A.ld, r);
-  int pos = grp.lane, inf = 0;
-  int piv_lane[N], my_piv = 0;
-  lu_in_registers<T, N, false>(grp, s, r, pos, inf, piv_lane, my_piv);
-  store_lu(grp, a, A.ld, r, pos, inf, my_piv, ipiv, info);
+  int pos, piv_lane[N];
+  const int inf = getrf_group<T, N, false>(grp, s, A, ipiv, info, r, pos, piv_lane);
   if (grp.active) {  // lane i's row of A, and of B, is at place pos
 #pragma unroll
     for (int j = 0; j < N; ++j) f.lu[grp.g][pos + j * N] = r[j];
