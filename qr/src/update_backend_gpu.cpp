@@ -211,8 +211,8 @@ void gpu_backend::solve_upper(int lane, int n, int nrhs, const T* R, int ldr, T*
   download(lane, 1, n, R, ldr + 1, d.data(), 1);
   if (kernels::has_tiny_diagonal(n, d.data(), 1)) {
     qr::require_available("tessera::qr::updatable::solve", qr::memory::host,
-                      sizeof(T) * (std::size_t(n) * n + std::size_t(n) * nrhs),
-                      "R and X on the host (a pivot of R below the safe minimum)");
+                          sizeof(T) * (std::size_t(n) * n + std::size_t(n) * nrhs),
+                          "R and X on the host (a pivot of R below the safe minimum)");
     std::vector<T> r(std::size_t(n) * n), x(std::size_t(n) * nrhs);
     download(lane, n, n, R, ldr, r.data(), n);
     download(lane, n, nrhs, B, ldb, x.data(), n);
