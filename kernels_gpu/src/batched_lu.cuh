@@ -922,6 +922,19 @@ __device__ __forceinline__ T substitute(const group<T, N>& grp, const T (&r)[N],
   return y;
 }
 
+// The place where row `row` of B lands under the swaps of ipiv replayed in order (LAPACK's LASWP);
+// pivot(k) gives ipiv[k] - 1.
+template <int N, class Pivot>
+__device__ __forceinline__ int place_under_swaps(int row, Pivot pivot) {
+  int pos = row;
+#pragma unroll
+  for (int k = 0; k < N; ++k) {
+    const int p = pivot(k);
+    if (pos == k) pos = p; else if (pos == p) pos = k;
+  }
+  return pos;
+}
+
 // rd, sc for this lane's row (at place pos) of the factors in r.
 template <class T, int N>
 __device__ __forceinline__ void row_reciprocal(const T (&r)[N], int pos, T& rd, T& sc) {
@@ -946,12 +959,7 @@ __global__ void __launch_bounds__(threads_per_block)
   // Where this lane's row of B goes under the swaps ipiv: its place pos. Lanes keep their rows of
   // LU (already at their places), so place k is held by lane k; the entry of B that ends at place
   // lane comes from the lane whose pos is lane.
-  int pos = grp.lane;
-#pragma unroll
-  for (int k = 0; k < N; ++k) {
-    const int p = s.piv[grp.g][k] - 1;
-    if (pos == k) pos = p; else if (pos == p) pos = k;
-  }
+  const int pos = place_under_swaps<N>(grp.lane, [&](int k) { return s.piv[grp.g][k] - 1; });
   int src_lane[N];
 #pragma unroll
   for (int k = 0; k < N; ++k) src_lane[k] = k;
@@ -1084,12 +1092,7 @@ __global__ void __launch_bounds__(threads_per_block)
   }
   // Where B's row lane lands under the swaps ipiv (getrs_kernel's pos): place pos holds it.
   const int piv = grp.active ? ipiv[grp.b * N + grp.lane] - 1 : 0;
-  int pos = grp.lane;
-#pragma unroll
-  for (int k = 0; k < N; ++k) {
-    const int p = grp.shfl(piv, k);
-    if (pos == k) pos = p; else if (pos == p) pos = k;
-  }
+  const int pos = place_under_swaps<N>(grp.lane, [&](int k) { return grp.shfl(piv, k); });
   if (grp.active) f.perm[grp.g][pos] = grp.lane;
   diagonal_reciprocals(grp, f);
   if (grp.live) solve_columns(grp, f, nrhs, matrix_of(B, grp.b), B.ld);
