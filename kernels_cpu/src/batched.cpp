@@ -8,6 +8,7 @@
 
 #include "tessera/kernels_cpu/blas.hpp"
 #include "tessera/kernels_cpu/check.hpp"
+#include "tessera/kernels_cpu/trsm_upper.hpp"
 
 namespace tessera::kernels {
 namespace {
@@ -138,8 +139,9 @@ void cpu_batched_inverse(int n, batch_ref<T> a, batch_ref<T> ainv, int* info, lo
 
 // X := A^-1 B from GETF2's factors, reference LAPACK's GETRS step for step: the row swaps, then
 // the two triangular solves in TRSM's order (an entry that is zero updates nothing), dividing by
-// U's diagonal. OpenBLAS's TRSM multiplies by reciprocals of the diagonal instead, which overflow
-// to Inf for a pivot below 1 / the largest number where the quotient is finite.
+// U's diagonal (trsm_upper_divide). OpenBLAS's TRSM multiplies by reciprocals of the diagonal
+// instead, which overflow to Inf for a pivot below 1 / the largest number where the quotient is
+// finite.
 template <class T>
 void getrs2(int n, int nrhs, const T* lu, int ldlu, const int* ipiv, T* b, int ldb) {
   for (int j = 0; j < nrhs; ++j) {
@@ -151,13 +153,8 @@ void getrs2(int n, int nrhs, const T* lu, int ldlu, const int* ipiv, T* b, int l
         const T* lk = lu + std::size_t(k) * ldlu;
         for (int i = k + 1; i < n; ++i) x[i] -= x[k] * lk[i];
       }
-    for (int k = n - 1; k >= 0; --k)  // U
-      if (x[k] != T(0)) {
-        const T* uk = lu + std::size_t(k) * ldlu;
-        x[k] /= uk[k];
-        for (int i = 0; i < k; ++i) x[i] -= x[k] * uk[i];
-      }
   }
+  trsm_upper_divide(n, nrhs, lu, ldlu, b, ldb);
 }
 
 template <class T>

@@ -16,13 +16,7 @@ bool has_tiny_diagonal(int n, const T* diagonal, int stride) {
 }
 
 template <class T>
-void trsm_upper(int n, int nrhs, const T* R, int ldr, T* B, int ldb) {
-  if (n <= 0 || nrhs <= 0) return;
-  if (!has_tiny_diagonal(n, R, ldr + 1)) {
-    blas::trsm(CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, n, nrhs, T(1), R, ldr, B, ldb);
-    return;
-  }
-  // Reference DTRSM's loops (side L, upper, no transpose, non-unit): a zero entry updates nothing.
+void trsm_upper_divide(int n, int nrhs, const T* R, int ldr, T* B, int ldb) {
   for (int j = 0; j < nrhs; ++j) {
     T* x = B + std::size_t(j) * ldb;
     for (int k = n - 1; k >= 0; --k)
@@ -34,6 +28,17 @@ void trsm_upper(int n, int nrhs, const T* R, int ldr, T* B, int ldb) {
   }
 }
 
+template <class T>
+void trsm_upper(int n, int nrhs, const T* R, int ldr, T* B, int ldb) {
+  if (n <= 0 || nrhs <= 0) return;
+  if (has_tiny_diagonal(n, R, ldr + 1))
+    trsm_upper_divide(n, nrhs, R, ldr, B, ldb);
+  else
+    blas::trsm(CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, n, nrhs, T(1), R, ldr, B, ldb);
+}
+
+template void trsm_upper_divide<float>(int, int, const float*, int, float*, int);
+template void trsm_upper_divide<double>(int, int, const double*, int, double*, int);
 template void trsm_upper<float>(int, int, const float*, int, float*, int);
 template void trsm_upper<double>(int, int, const double*, int, double*, int);
 template bool has_tiny_diagonal<float>(int, const float*, int);

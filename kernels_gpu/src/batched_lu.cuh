@@ -1124,7 +1124,8 @@ __global__ void __launch_bounds__(threads_per_block)
 // docs/results/2026-11-27-batched-solve-columns-h100.md). The row form sends every step's value by
 // a shuffle, one right-hand side after another; the column form reads all n^2 factors from shared
 // memory once per group of columns. Orders where the row form stayed ahead at 32 right-hand sides
-// never switch (double GETRS n = 16, two 16-lane groups a warp; single GETRS n = 32, GESV n >= 29).
+// never switch (double GETRS n = 16, two 16-lane groups a warp; single GETRS n = 32 and single GESV
+// n >= 29).
 template <class T>
 int columns_from(bool gesv, int n) {
   constexpr int never = std::numeric_limits<int>::max();
@@ -1151,7 +1152,6 @@ unsigned blocks_for(long long count) {
   constexpr int per_block = group<T, N>::per_block;
   return static_cast<unsigned>((count + per_block - 1) / per_block);
 }
-
 
 // GETRF and the inverse take a thread per matrix up to this order (the kernels above).
 inline constexpr int thread_kernel_max_n = 2;

@@ -9,6 +9,12 @@ namespace tessera::kernels {
 template <class T>
 void trsm_upper(int n, int nrhs, const T* R, int ldr, T* B, int ldb);
 
+// The same solve as reference LAPACK's TRSM does it (side L, upper, no transpose, non-unit), always:
+// column by column, dividing by R(k, k), an entry that is zero updating nothing. For tiny R, where
+// a BLAS call costs more than its work (the batched GETRS), and for trsm_upper's safe path.
+template <class T>
+void trsm_upper_divide(int n, int nrhs, const T* R, int ldr, T* B, int ldb);
+
 // Whether some |R(k, k)| is below the safe minimum (NaN counts as not below): where a solve that
 // multiplies by reciprocals of the diagonal may overflow.
 template <class T>
