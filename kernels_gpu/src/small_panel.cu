@@ -3,14 +3,19 @@
 //
 // The reflectors form a chain (reflector j + 1 comes from column j + 1 after reflector j), so a
 // step's latency is what counts. Warp 0 runs the chain alone, without block barriers: each lane
-// owns two columns (lane, lane + 32) and takes reflector j on them over the band's rows (w = A(j, c)
-// + scale x^T a_c, a_c -= tau w [1; scale x]); the lane that owns column j + 1 does that column
-// first and forms reflector j + 1 from it (beta, tau, scale into shared memory), then a
-// __syncwarp ends the step. Column j keeps x unscaled; V = scale x is written at the end.
-// Warps 1-3 build T meanwhile, one reflector behind: as soon as reflector c is out (a counter in
-// shared memory, release/acquire at block scope) they form G(k, c) = v_k^T v_c for the reflectors
-// k that overlap it (c - band <= k < c) and then T(l, c) = -tau_c sum_k T(l, k) G(k, c), LARFT's
-// recurrence, a row a thread.
+// owns two columns (lane, lane + 32), holds the band's rows of each in registers and takes
+// reflector j on them (w = A(j, c) + scale x^T a_c, a_c -= tau w [1; scale x]); then the lane that
+// owns column j + 1 forms reflector j + 1 from its registers (beta, tau, scale and x into shared
+// memory), and a __syncwarp ends the step. Column j keeps x unscaled; V = scale x is written at
+// the end. Warps 1-3 build T meanwhile, one reflector behind: as soon as reflector c is out (a
+// counter in shared memory, release/acquire at block scope) they form G(k, c) = v_k^T v_c for the
+// reflectors k that overlap it (c - band <= k < c) and then T(l, c) = -tau_c sum_k T(l, k) G(k, c),
+// LARFT's recurrence, a row a thread with the row's recent entries in registers.
+//
+// Registers instead of shared memory for the columns and T's rows (H100, ncu, double, kernel per
+// panel): (80 x 64, band 16) 79-83 -> 59 us, (96 x 64, band 32) 98-101 -> 75 us, (84 x 64, band
+// 20) 88-99 -> 74 us (docs/results/2026-11-27-small-panel-registers-h100.md). With the columns in
+// registers alone T became the limit (83 us at band 16); without T the chain took 59-61 us.
 #include <tessera/kernels_gpu/gpu_small_panel.hpp>
 
 #include <algorithm>
@@ -103,80 +108,104 @@ __global__ void __launch_bounds__(threads) small_panel_kernel(int h, int n, int 
       detail::store_release<in_block>(&ready, 1);
     }
     __syncwarp();
+    // Each column's rows j .. j + BW at step j, in registers (wa: column lane, wb: lane + 32;
+    // rows at or past row_end(c) zero). Reflector j moves the window down a row: row j is final
+    // (stored), row j + 1 + BW enters (no reflector before j + 1 reaches it: loaded as it is).
+    double wa[BW + 1], wb[BW + 1];
+    const int ca = lane, cb = lane + 32;
+#pragma unroll
+    for (int i = 0; i <= BW; ++i) {
+      wa[i] = ca < n && i < row_end(ca) ? As[ca * lds + i] : 0.0;
+      wb[i] = cb < n && i < row_end(cb) ? As[cb * lds + i] : 0.0;
+    }
     for (int j = 0; j < n; ++j) {
       const double tau = taus[j], scale = scales[j];
       const double* x = As + j * lds;
       const int end = row_end(j);
-      // Rows j + 1 .. end of x and of each column, in registers (BW of them, the rest predicated off).
       double xr[BW];
 #pragma unroll
       for (int i = 0; i < BW; ++i) xr[i] = j + 1 + i < end ? x[j + 1 + i] : 0.0;
-      // Column j + 1 first where this lane owns it: the next reflector comes from it.
-      int c0 = lane, c1 = lane + 32;
-      if (c1 == j + 1) c0 = c1, c1 = lane;
-#pragma unroll
-      for (int q = 0; q < 2; ++q) {
-        const int c = q == 0 ? c0 : c1;
-        if (c <= j || c >= n) continue;
-        double* a = As + c * lds;
-        double ar[BW];
-#pragma unroll
-        for (int i = 0; i < BW; ++i) ar[i] = j + 1 + i < end ? a[j + 1 + i] : 0.0;
-        const double ajc = a[j];
+      const auto take = [&](double(&w)[BW + 1], int c) {
+        if (c <= j || c >= n) return;
         double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
 #pragma unroll
         for (int i = 0; i < BW; i += 4) {
-          s0 = fma(xr[i], ar[i], s0);
-          if (i + 1 < BW) s1 = fma(xr[i + 1], ar[i + 1], s1);
-          if (i + 2 < BW) s2 = fma(xr[i + 2], ar[i + 2], s2);
-          if (i + 3 < BW) s3 = fma(xr[i + 3], ar[i + 3], s3);
+          s0 = fma(xr[i], w[i + 1], s0);
+          if (i + 1 < BW) s1 = fma(xr[i + 1], w[i + 2], s1);
+          if (i + 2 < BW) s2 = fma(xr[i + 2], w[i + 3], s2);
+          if (i + 3 < BW) s3 = fma(xr[i + 3], w[i + 4], s3);
         }
-        const double f = tau * fma(scale, (s0 + s1) + (s2 + s3), ajc), fs = f * scale;
-        a[j] = ajc - f;
+        const double f = tau * fma(scale, (s0 + s1) + (s2 + s3), w[0]), fs = f * scale;
+        As[c * lds + j] = w[0] - f;
 #pragma unroll
-        for (int i = 0; i < BW; ++i) {
-          ar[i] = fma(-fs, xr[i], ar[i]);
-          if (j + 1 + i < end) a[j + 1 + i] = ar[i];
-        }
-        if (c == j + 1) {
-          // alpha = ar[0] (a[c] where band = 0: reflector j did not reach row c); x_c is rows
-          // c + 1 .. c + band: ar[1 ..] and row c + band, which reflector j does not reach.
-          const double alpha = band > 0 ? ar[0] : a[c];
-          const double last = band > 0 && c + band < h ? a[c + band] : 0.0;
-          double q0 = last * last, q1 = 0;
+        for (int i = 0; i < BW; ++i) w[i] = fma(-fs, xr[i], w[i + 1]);
+        const int r = j + 1 + BW;
+        w[BW] = r < row_end(c) ? As[c * lds + r] : 0.0;
+      };
+      take(wa, ca);
+      take(wb, cb);
+      const int c = j + 1;  // the next reflector, from its owner's window
+      if (c < n && lane == (c & 31)) {
+        const bool hi = c >= 32;
+        double q0 = 0, q1 = 0;
 #pragma unroll
-          for (int i = 1; i < BW; ++i) {
-            if (i & 1) q1 = fma(ar[i], ar[i], q1);
-            else q0 = fma(ar[i], ar[i], q0);
-          }
-          double beta, tau1, scale1;
-          reflector_from_sums<T>(alpha, q0 + q1, beta, tau1, scale1);
-          taus[c] = tau1, scales[c] = scale1, betas[c] = beta;
-          detail::store_release<in_block>(&ready, c + 1);
+        for (int i = 1; i <= BW; ++i) {
+          const double v = hi ? wb[i] : wa[i];
+          if (i & 1) q1 = fma(v, v, q1);
+          else q0 = fma(v, v, q0);
         }
+        double beta, tau1, scale1;
+        reflector_from_sums<T>(hi ? wb[0] : wa[0], q0 + q1, beta, tau1, scale1);
+        const int e = row_end(c);
+#pragma unroll
+        for (int i = 1; i <= BW; ++i)
+          if (c + i < e) As[c * lds + c + i] = hi ? wb[i] : wa[i];
+        taus[c] = tau1, scales[c] = scale1, betas[c] = beta;
+        detail::store_release<in_block>(&ready, c + 1);
       }
       __syncwarp();
     }
   } else {
     // T, one reflector behind the chain: G(k, c) for c - band <= k < c (v_k is 1 at k and scale_k
-    // x_k below it; v_c 1 at c), then row l of T's column c.
+    // x_k below it; v_c 1 at c), then row ht of T's column c from G's column and the row's entries
+    // of the last BW columns, held in registers (G(k, c) is zero for k < c - band).
     const int ht = tid - 32;
+    double tw[BW];
+#pragma unroll
+    for (int i = 0; i < BW; ++i) tw[i] = 0.0;
     for (int c = 0; c < n; ++c) {
       while (detail::load_acquire<in_block>(&ready) < c + 1) __nanosleep(20);
       const int k = c - 1 - ht;
       if (ht < band && k >= 0) {
-        const double* xk = As + k * lds;
-        G[c * n + k] = scales[k] * fma(scales[c], dot(xk, As + c * lds, c + 1, row_end(k)), xk[c]);
+        const double *xk = As + k * lds, *xc = As + c * lds;
+        const int e = row_end(k);
+        double s0 = 0, s1 = 0;
+#pragma unroll
+        for (int i = 0; i < BW; ++i) {
+          const int r = c + 1 + i;
+          if (r < e) {
+            if (i & 1) s1 = fma(xk[r], xc[r], s1);
+            else s0 = fma(xk[r], xc[r], s0);
+          }
+        }
+        G[c * n + k] = scales[k] * fma(scales[c], s0 + s1, xk[c]);
       }
       asm volatile("bar.sync 1, %0;" ::"r"(helpers) : "memory");
-      if (ht < c) {
-        double s = 0;
-        for (int kk = max(ht, c - band); kk < c; ++kk) s = fma(Ts[kk * n + ht], G[c * n + kk], s);
-        Ts[c * n + ht] = -taus[c] * s;
-      } else if (ht == c) {
-        Ts[c * n + c] = taus[c];
+      double q0 = 0, q1 = 0, q2 = 0, q3 = 0;
+#pragma unroll
+      for (int i = 0; i < BW; ++i) {
+        const int kk = c - BW + i;
+        const double g = kk >= 0 ? G[c * n + kk] : 0.0;
+        if (i % 4 == 0) q0 = fma(tw[i], g, q0);
+        else if (i % 4 == 1) q1 = fma(tw[i], g, q1);
+        else if (i % 4 == 2) q2 = fma(tw[i], g, q2);
+        else q3 = fma(tw[i], g, q3);
       }
-      asm volatile("bar.sync 1, %0;" ::"r"(helpers) : "memory");
+      const double t = ht < c ? -taus[c] * ((q0 + q1) + (q2 + q3)) : ht == c ? taus[c] : 0.0;
+      if (ht <= c) Ts[c * n + ht] = t;
+#pragma unroll
+      for (int i = 0; i + 1 < BW; ++i) tw[i] = tw[i + 1];
+      tw[BW - 1] = t;
     }
   }
   __syncthreads();
