@@ -14,8 +14,9 @@
 //
 // Registers instead of shared memory for the columns and T's rows (H100, ncu, double, kernel per
 // panel): (80 x 64, band 16) 79-83 -> 59 us, (96 x 64, band 32) 98-101 -> 75 us, (84 x 64, band
-// 20) 88-99 -> 74 us (docs/results/2026-11-27-small-panel-registers-h100.md). With the columns in
-// registers alone T became the limit (83 us at band 16); without T the chain took 59-61 us.
+// 20) 88-99 -> 74 us; the owner's window chosen by a branch instead of a select per value, 59 ->
+// 56, 74 -> 70, 73 -> 68 us (docs/results/2026-11-27-small-panel-registers-h100.md). With the
+// columns in registers alone T became the limit (83 us at band 16).
 #include <tessera/kernels_gpu/gpu_small_panel.hpp>
 
 #include <algorithm>
@@ -145,23 +146,27 @@ __global__ void __launch_bounds__(threads) small_panel_kernel(int h, int n, int 
       take(wa, ca);
       take(wb, cb);
       const int c = j + 1;  // the next reflector, from its owner's window
-      if (c < n && lane == (c & 31)) {
-        const bool hi = c >= 32;
+      // Which window holds column c is the same for every lane: a branch per window, so that the
+      // owner reads its registers by constant index.
+      const auto form = [&](const double(&w)[BW + 1]) {
         double q0 = 0, q1 = 0;
 #pragma unroll
         for (int i = 1; i <= BW; ++i) {
-          const double v = hi ? wb[i] : wa[i];
-          if (i & 1) q1 = fma(v, v, q1);
-          else q0 = fma(v, v, q0);
+          if (i & 1) q1 = fma(w[i], w[i], q1);
+          else q0 = fma(w[i], w[i], q0);
         }
         double beta, tau1, scale1;
-        reflector_from_sums<T>(hi ? wb[0] : wa[0], q0 + q1, beta, tau1, scale1);
+        reflector_from_sums<T>(w[0], q0 + q1, beta, tau1, scale1);
         const int e = row_end(c);
 #pragma unroll
         for (int i = 1; i <= BW; ++i)
-          if (c + i < e) As[c * lds + c + i] = hi ? wb[i] : wa[i];
+          if (c + i < e) As[c * lds + c + i] = w[i];
         taus[c] = tau1, scales[c] = scale1, betas[c] = beta;
         detail::store_release<in_block>(&ready, c + 1);
+      };
+      if (c < n && lane == (c & 31)) {
+        if (c < 32) form(wa);
+        else form(wb);
       }
       __syncwarp();
     }
