@@ -546,7 +546,9 @@ __device__ __forceinline__ void rotate_left(T (&r)[N]) {
 // / 28 / 32 7.16-7.17 / 8.58-8.73 / 10.97-11.01 -> 7.03-7.10 / 8.24-8.33 / 10.27-10.37, single
 // n = 29 / 32 4.67 / 5.44 -> 4.56-4.57 / 5.31-5.38; rounds of 4 and 16 were no better, and orders
 // 17-24 (single 17-28) were 1-9% slower in rounds (docs/results/2026-11-25-batched-inverse-rounds-h100.md).
-// (In double the even orders from 22 take inverse_halves_kernel instead, below.)
+// (In double the even orders from 22 take inverse_halves_kernel instead, below.) GETRF stays
+// unrolled: in rounds (its shrinking update tested by chunks of 8) it was 4-34% slower at every
+// order from 17 (docs/results/2026-11-27-small-panel-registers-h100.md, last section).
 inline constexpr int inv_round = 8;
 template <class T, int N>
 inline constexpr bool inv_rounds = N >= (sizeof(T) == 8 ? 25 : 29);
