@@ -65,6 +65,20 @@ __device__ __forceinline__ double dot(const double* x, const double* a, int r0, 
   return (s0 + s1) + (s2 + s3);
 }
 
+// acc := step(i, acc) for i = 0 .. K - 1 in P partial sums (term i into sum i mod P), then added
+// pairwise: the unrolled chains of the register windows' dot products.
+template <int P, int K, class Step>
+__device__ __forceinline__ double partial_sums(Step step) {
+  static_assert(P == 2 || P == 4, "two or four partial sums");
+  double s[P];
+#pragma unroll
+  for (int q = 0; q < P; ++q) s[q] = 0.0;
+#pragma unroll
+  for (int i = 0; i < K; ++i) s[i % P] = step(i, s[i % P]);
+  if constexpr (P == 2) return s[0] + s[1];
+  else return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
 // BW >= band: the rows a reflector reaches below its diagonal, held in registers.
 template <class T, int BW>
 __global__ void __launch_bounds__(threads) small_panel_kernel(int h, int n, int band, T* A, int lda, T* V, int ldv,
@@ -128,15 +142,8 @@ __global__ void __launch_bounds__(threads) small_panel_kernel(int h, int n, int 
       for (int i = 0; i < BW; ++i) xr[i] = j + 1 + i < end ? x[j + 1 + i] : 0.0;
       const auto take = [&](double(&w)[BW + 1], int c) {
         if (c <= j || c >= n) return;
-        double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-#pragma unroll
-        for (int i = 0; i < BW; i += 4) {
-          s0 = fma(xr[i], w[i + 1], s0);
-          if (i + 1 < BW) s1 = fma(xr[i + 1], w[i + 2], s1);
-          if (i + 2 < BW) s2 = fma(xr[i + 2], w[i + 3], s2);
-          if (i + 3 < BW) s3 = fma(xr[i + 3], w[i + 4], s3);
-        }
-        const double f = tau * fma(scale, (s0 + s1) + (s2 + s3), w[0]), fs = f * scale;
+        const double xw = partial_sums<4, BW>([&](int i, double a) { return fma(xr[i], w[i + 1], a); });
+        const double f = tau * fma(scale, xw, w[0]), fs = f * scale;
         As[c * lds + j] = w[0] - f;
 #pragma unroll
         for (int i = 0; i < BW; ++i) w[i] = fma(-fs, xr[i], w[i + 1]);
@@ -149,14 +156,9 @@ __global__ void __launch_bounds__(threads) small_panel_kernel(int h, int n, int 
       // Which window holds column c is the same for every lane: a branch per window, so that the
       // owner reads its registers by constant index.
       const auto form = [&](const double(&w)[BW + 1]) {
-        double q0 = 0, q1 = 0;
-#pragma unroll
-        for (int i = 1; i <= BW; ++i) {
-          if (i & 1) q1 = fma(w[i], w[i], q1);
-          else q0 = fma(w[i], w[i], q0);
-        }
+        const double sq = partial_sums<2, BW + 1>([&](int i, double a) { return i > 0 ? fma(w[i], w[i], a) : a; });
         double beta, tau1, scale1;
-        reflector_from_sums<T>(w[0], q0 + q1, beta, tau1, scale1);
+        reflector_from_sums<T>(w[0], sq, beta, tau1, scale1);
         const int e = row_end(c);
 #pragma unroll
         for (int i = 1; i <= BW; ++i)
@@ -184,29 +186,20 @@ __global__ void __launch_bounds__(threads) small_panel_kernel(int h, int n, int 
       if (ht < band && k >= 0) {
         const double *xk = As + k * lds, *xc = As + c * lds;
         const int e = row_end(k);
-        double s0 = 0, s1 = 0;
-#pragma unroll
-        for (int i = 0; i < BW; ++i) {
+        const double xx = partial_sums<2, BW>([&](int i, double a) {
           const int r = c + 1 + i;
-          if (r < e) {
-            if (i & 1) s1 = fma(xk[r], xc[r], s1);
-            else s0 = fma(xk[r], xc[r], s0);
-          }
-        }
-        G[c * n + k] = scales[k] * fma(scales[c], s0 + s1, xk[c]);
+          if (r < e) a = fma(xk[r], xc[r], a);
+          return a;
+        });
+        G[c * n + k] = scales[k] * fma(scales[c], xx, xk[c]);
       }
       asm volatile("bar.sync 1, %0;" ::"r"(helpers) : "memory");
-      double q0 = 0, q1 = 0, q2 = 0, q3 = 0;
-#pragma unroll
-      for (int i = 0; i < BW; ++i) {
+      const double tg = partial_sums<4, BW>([&](int i, double a) {
         const int kk = c - BW + i;
         const double g = kk >= 0 ? G[c * n + kk] : 0.0;
-        if (i % 4 == 0) q0 = fma(tw[i], g, q0);
-        else if (i % 4 == 1) q1 = fma(tw[i], g, q1);
-        else if (i % 4 == 2) q2 = fma(tw[i], g, q2);
-        else q3 = fma(tw[i], g, q3);
-      }
-      const double t = ht < c ? -taus[c] * ((q0 + q1) + (q2 + q3)) : ht == c ? taus[c] : 0.0;
+        return fma(tw[i], g, a);
+      });
+      const double t = ht < c ? -taus[c] * tg : ht == c ? taus[c] : 0.0;
       if (ht <= c) Ts[c * n + ht] = t;
 #pragma unroll
       for (int i = 0; i + 1 < BW; ++i) tw[i] = tw[i + 1];
