@@ -224,12 +224,14 @@ void lu_case(const place& p, layout lay, int n, long long count, bool exact_pivo
 
 // The inverse (out of place, or in place), against the residual and LAPACK's inverse.
 template <class T>
-void inverse_case(const place& p, layout lay, int n, long long count, bool in_place) {
+void inverse_case(const place& p, layout lay, int n, long long count, bool in_place, T scale = T(1)) {
   CAPTURE(n);
   CAPTURE(count);
   CAPTURE(name(lay));
   CAPTURE(in_place);
-  const auto a0 = random_batch<T>(n, n, count, 2000u + std::uint64_t(n));
+  CAPTURE(scale);
+  auto a0 = random_batch<T>(n, n, count, 2000u + std::uint64_t(n));
+  for (T& v : a0) v *= scale;
   placed<T> a(p, n, n, count, lay);
   a.put(a0);
   ints info(p, std::size_t(count));

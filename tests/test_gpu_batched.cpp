@@ -7,7 +7,9 @@
 
 #include <cuda_runtime.h>
 
+#include <cmath>
 #include <limits>
+#include <type_traits>
 #include <utility>
 
 #include "batched_cases.hpp"
@@ -99,6 +101,18 @@ TEST_CASE_TEMPLATE("batched on the GPU: singular matrices get LAPACK's info, the
 TEST_CASE_TEMPLATE("batched on the GPU: pivots below the safe minimum divide, as LAPACK's GETF2", T, float, double) {
   const tb::place p = device_place();
   for (int n : {2, 5, 12, 17, 32}) tb::lu_case<T>(p, tb::layout::strided, n, 37, false, std::numeric_limits<T>::min() / 8);
+}
+
+// Entries near the ends of the range (2^+-1000 in double, 2^+-100 in float), so that a matrix's
+// inverse is as far from one as the matrix: each inverse kernel (a thread, sub-warp groups, rows,
+// half rows, the tensor-core blocks with a partial last block) keeps its residual. A blocked update
+// that formed the pivot rows as C + (D^-1 - I) C would lose them to cancellation here.
+TEST_CASE_TEMPLATE("batched on the GPU: inverses of matrices scaled near the ends of the range", T, float, double) {
+  const tb::place p = device_place();
+  const int e = std::is_same_v<T, double> ? 1000 : 100;
+  for (int sign : {-1, 1})
+    for (int n : {2, 5, 12, 17, 20, 24, 25, 26, 31, 32})
+      tb::inverse_case<T>(p, tb::layout::strided, n, 37, sign > 0, T(std::ldexp(1.0, sign * e)));
 }
 
 TEST_CASE_TEMPLATE("batched on the GPU: NaN and Inf finish and stay in their matrix", T, float, double) {

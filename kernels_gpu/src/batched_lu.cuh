@@ -546,9 +546,9 @@ __device__ __forceinline__ void rotate_left(T (&r)[N]) {
 // / 28 / 32 7.16-7.17 / 8.58-8.73 / 10.97-11.01 -> 7.03-7.10 / 8.24-8.33 / 10.27-10.37, single
 // n = 29 / 32 4.67 / 5.44 -> 4.56-4.57 / 5.31-5.38; rounds of 4 and 16 were no better, and orders
 // 17-24 (single 17-28) were 1-9% slower in rounds (docs/results/2026-11-25-batched-inverse-rounds-h100.md).
-// (In double the even orders from 22 take inverse_halves_kernel instead, below.) GETRF stays
-// unrolled: in rounds (its shrinking update tested by chunks of 8) it was 4-34% slower at every
-// order from 17 (docs/results/2026-11-27-small-panel-registers-h100.md, last section).
+// (In double, orders 20-25, 27 and 29-32 take inverse_mma_kernel and 26 and 28
+// inverse_halves_kernel instead, below.) GETRF stays unrolled: in rounds (its shrinking update
+// tested by chunks of 8) it was 4-34% slower at every order from 17 (docs/results/2026-11-27-small-panel-registers-h100.md, last section).
 inline constexpr int inv_round = 8;
 template <class T, int N>
 inline constexpr bool inv_rounds = N >= (sizeof(T) == 8 ? 25 : 29);
@@ -754,6 +754,8 @@ __global__ void __launch_bounds__(threads_per_block, halves_min_blocks<T, N>())
   }
   if (lane == 0) info[b] = inf;
 }
+
+#include "batched_inverse_mma.cuh"
 
 // ---- orders 1 and 2: a thread per matrix ---------------------------------------------------------
 // Groups of one or two lanes spent their instructions on group bookkeeping (pivot search, barriers)
@@ -1246,6 +1248,8 @@ void gpu_batched_inverse(int n, gpu_batch<T> a, gpu_batch<T> ainv, int* info, lo
     constexpr int N = decltype(nc)::value;
     if constexpr (inverse_by_thread<T, N>)
       inverse_thread_kernel<T, N><<<thread_blocks(count), threads_per_block, 0, stream>>>(a, ainv, info, count);
+    else if constexpr (inv_by_mma<T, N>)
+      inverse_mma_kernel<N><<<blocks_for<T, N>(count), threads_per_block, 0, stream>>>(a, ainv, info, count);
     else if constexpr (inv_by_halves<T, N>)
       inverse_halves_kernel<T, N><<<blocks_for<T, N>(count), threads_per_block, 0, stream>>>(a, ainv, info, count);
     else
