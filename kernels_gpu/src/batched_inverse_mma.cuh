@@ -1,7 +1,8 @@
 #pragma once
 // The batched inverse of orders 17 to 32 in double (used where inv_by_mma) by blocks of eight
 // Gauss-Jordan steps, the update of the other columns on the tensor cores. Included by
-// batched_lu.cuh, inside batched_detail (it uses group, group_argmax and matrix_of).
+// batched_lu.cuh after the pieces it shares with the other kernels (group, group_argmax,
+// matrix_of, threads_per_block) and before the launches.
 //
 // Why: with a row a lane (inverse_kernel, inverse_halves_kernel) every lane receives the whole
 // pivot row every step, n^3 values a matrix through the SM's shuffle and shared-memory pipe. Here a
@@ -19,6 +20,10 @@
 // block's updates summed in another order, so near ties may pivot differently (the inverse returns
 // no pivots); info is LAPACK's, and the result is (PA)^-1 with rows at their places and column j
 // written to column row[j], as in inverse_kernel.
+
+#include <cstdint>
+
+namespace tessera::kernels::batched_detail {
 
 template <int N>
 inline constexpr int mma_tiles = (N + 7) / 8;
@@ -248,3 +253,5 @@ __global__ void __launch_bounds__(threads_per_block, mma_min_blocks<N>())
   }
   if (lane == 0) info[grp.b] = zero == 1024u ? 0 : static_cast<int>(zero);
 }
+
+}  // namespace tessera::kernels::batched_detail

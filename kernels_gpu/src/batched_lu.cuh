@@ -755,7 +755,11 @@ __global__ void __launch_bounds__(threads_per_block, halves_min_blocks<T, N>())
   if (lane == 0) info[b] = inf;
 }
 
+}  // namespace tessera::kernels::batched_detail
+
 #include "batched_inverse_mma.cuh"
+
+namespace tessera::kernels::batched_detail {
 
 // ---- orders 1 and 2: a thread per matrix ---------------------------------------------------------
 // Groups of one or two lanes spent their instructions on group bookkeeping (pivot search, barriers)
