@@ -201,7 +201,8 @@ __global__ void __launch_bounds__(threads_per_block, mma_min_blocks<N>())
 #pragma unroll
       for (int tj = 0; tj < NT; ++tj) {
         if (tj == K) continue;
-        if (j >= 0) *reinterpret_cast<double2*>(&s.x[j * XS + 8 * tj + 2 * tq]) = make_double2(acc[ti][tj][0], acc[ti][tj][1]);
+        if (j >= 0)
+          *reinterpret_cast<double2*>(&s.x[j * XS + 8 * tj + 2 * tq]) = make_double2(acc[ti][tj][0], acc[ti][tj][1]);
 #pragma unroll
         for (int h = 0; h < 2; ++h) acc[ti][tj][h] = j >= 0 ? T(0) : acc[ti][tj][h];
       }

@@ -548,7 +548,8 @@ __device__ __forceinline__ void rotate_left(T (&r)[N]) {
 // 17-24 (single 17-28) were 1-9% slower in rounds (docs/results/2026-11-25-batched-inverse-rounds-h100.md).
 // (In double, orders 20-25, 27 and 29-32 take inverse_mma_kernel and 26 and 28
 // inverse_halves_kernel instead, below.) GETRF stays unrolled: in rounds (its shrinking update
-// tested by chunks of 8) it was 4-34% slower at every order from 17 (docs/results/2026-11-27-small-panel-registers-h100.md, last section).
+// tested by chunks of 8) it was 4-34% slower at every order from 17
+// (docs/results/2026-11-27-small-panel-registers-h100.md, last section).
 inline constexpr int inv_round = 8;
 template <class T, int N>
 inline constexpr bool inv_rounds = N >= (sizeof(T) == 8 ? 25 : 29);
