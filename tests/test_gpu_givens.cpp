@@ -1,7 +1,8 @@
 // The Givens sweeps of a strip on the GPU (tessera/kernels_gpu/gpu_givens.hpp) against the CPU
 // forms (tessera/kernels_cpu/givens.hpp): the same triangular strip with exact zeros, the same
 // rotations and the same blocks, up to rounding, for strips of one warp's systolic form
-// (p <= 31: every register width) and of the block-wide wavefront (p >= 32), with ldx > L.
+// (p <= 31: every register width), of the block-wide wavefront (p >= 32) and of the sweeps by
+// scans (p <= 32, sweeps of at least 64 and 8 p rows), with ldx > L.
 // Skipped without a CUDA device.
 #include <doctest/doctest.h>
 
@@ -97,7 +98,11 @@ TEST_CASE("givens sweeps on the GPU: the strip, the rotations and the blocks as 
        {std::tuple{1, 1, 0}, {2, 1, 1}, {10, 3, 7}, {40, 5, 35}, {40, 5, 10}, {33, 12, 21},
         {17, 17, 0}, {100, 30, 70}, {200, 7, 193}, {300, 20, 280}, {90, 31, 60}, {64, 31, 0},
         {500, 16, 480}, {50, 23, 60}, {70, 24, 40}, {120, 8, 115}, {130, 32, 100},
-        {200, 40, 150}, {300, 64, 236}}) {
+        {200, 40, 150}, {300, 64, 236},
+        // Long sweeps (at least 64 and 8 p rows, p <= 32): one at a time by scans over the rows;
+        // {2000, 31, 40} and the shorter ones above take a wavefront.
+        {256, 1, 255}, {257, 5, 100}, {1000, 1, 999}, {3016, 16, 3000}, {2000, 31, 40}, {4000, 32, 3968},
+        {1500, 9, 1500}, {12020, 20, 12000}}) {
     check_plan<double>(L, p, base);
     check_plan<float>(L, p, base);
   }
@@ -108,7 +113,8 @@ TEST_CASE("givens sweeps on the GPU: the strip, the rotations and the blocks as 
 // smallest normal number), take the divisions; both paths agree with the CPUs' (a mutant that
 // always took the reciprocal failed here with inf).
 TEST_CASE("givens sweeps on the GPU: entries near underflow and overflow, as on the CPUs") {
-  for (auto [L, p, base] : {std::tuple{2, 1, 1}, {3, 2, 2}, {40, 5, 35}, {90, 31, 60}, {200, 40, 150}}) {
+  for (auto [L, p, base] :
+       {std::tuple{2, 1, 1}, {3, 2, 2}, {40, 5, 35}, {90, 31, 60}, {200, 40, 150}, {600, 7, 590}, {700, 32, 100}}) {
     check_plan<double>(L, p, base, 1e-310);
     check_plan<float>(L, p, base, 1e-40);
     check_plan<double>(L, p, base, 1e-300);
@@ -117,5 +123,11 @@ TEST_CASE("givens sweeps on the GPU: entries near underflow and overflow, as on 
   for (auto [L, p, base] : {std::tuple{2, 1, 1}, {3, 2, 2}, {3, 1, 2}}) {
     check_plan<double>(L, p, base, 1e308);
     check_plan<float>(L, p, base, 1e38);
+  }
+  // Long strips whose squares overflow (the scans scale each column by a power of two first) but
+  // whose norms do not.
+  for (auto [L, p, base] : {std::tuple{300, 1, 299}, {400, 3, 398}, {1000, 20, 990}}) {
+    check_plan<double>(L, p, base, 1e305);
+    check_plan<float>(L, p, base, 1e36);
   }
 }

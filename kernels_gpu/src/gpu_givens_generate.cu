@@ -237,6 +237,233 @@ __global__ void __launch_bounds__(32) givens_generate_systolic_kernel(givens_pla
     }
 }
 
+// The sweeps of long strips (where scan_pays) one at a time, each in parallel over its rows, on
+// one block of 512 threads. Sweep j's rotations follow from column j alone:
+// the carry that reaches row i is ||x(i:top, j)|| (x(i, j) itself where the rows below are zero),
+// so a suffix sum of squares (scaled by a power of two from the column's largest entry, so
+// nothing overflows) gives every rotation at once: b_i = that norm, (c, s) = make_rotation(x(i -
+// 1, j), b_i). A later column then takes the sweep's rotations as a first-order recurrence,
+// v(i - 1) = s_i v(i) + c_i x(i - 1) with x(i) := -s_i x(i - 1) + c_i v(i), which a warp a column
+// solves by tiles of 256 rotations from the bottom: a lane composes its run of 8 into one affine
+// map v -> A v + B, a scan over the lanes gives each its carry, the tile passes its last carry on.
+// The wavefront forms wait on one rotation after another, rows + sweeps of them in sequence; here
+// a sweep costs a few block barriers and a pass over its rows. The same rotations and results up
+// to rounding (the norms and the carries are summed in another order). Every access to global
+// memory is coalesced through shared memory: with a lane's run read from global memory directly
+// (each warp load touching 32 lines) the kernel was 2-4x slower.
+constexpr int scan_threads = 512;
+
+// Where the sweeps by scans are faster: a sweep costs them about 4 us plus 0.016 us a row, the
+// systolic wavefront 0.7-0.9 us a step (rows + sweeps steps). H100, ncu, double, (L, p, base) ->
+// wavefront / scans, us: (256, 1, 255) 131 / 7.2, (1000, 1, 999) 502 / 7.9, (257, 5, 100) 55.7 /
+// 27.8, (300, 20, 280) 238 / 167, (500, 16, 480) 381 / 133, (3016, 16, 3000) 2298 / 514, (12020,
+// 20, 12000) 9356 / 2863, (4000, 32, 3968; the block-wide wavefront) 8250 / 2240; but (2000, 31, 40),
+// sweeps of at most 71 rows, 66 / 203 (docs/results/2026-11-27-givens-scan-h100.md).
+inline bool scan_pays(const givens_plan& plan) {
+  const int rows = plan.umax_all();  // the longest sweep's rotations
+  return plan.p <= 32 && rows >= 64 && rows >= 8 * plan.p;
+}
+
+template <class T>
+__device__ __forceinline__ T nan_max(T a, T b) {
+  return a != a ? a : (b != b || b > a) ? b : a;
+}
+
+template <class T>
+__device__ T block_max(T v, T* red) {
+  const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
+#pragma unroll
+  for (int d = 16; d >= 1; d /= 2) v = nan_max(v, __shfl_xor_sync(0xffffffffu, v, d));
+  if (lane == 0) red[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    T w = lane < scan_threads / 32 ? red[lane] : T(0);  // v >= 0 here
+#pragma unroll
+    for (int d = 16; d >= 1; d /= 2) w = nan_max(w, __shfl_xor_sync(0xffffffffu, w, d));
+    if (lane == 0) red[32] = w;
+  }
+  __syncthreads();
+  return red[32];
+}
+
+// The sum of v over the lanes after this one (0 in lane 31).
+template <class T>
+__device__ __forceinline__ T warp_sum_after(T v, int lane) {
+#pragma unroll
+  for (int d = 1; d < 32; d *= 2) {
+    const T o = __shfl_down_sync(0xffffffffu, v, d);
+    if (lane + d < 32) v += o;
+  }
+  const T after = __shfl_down_sync(0xffffffffu, v, 1);
+  return lane == 31 ? T(0) : after;
+}
+
+// The sum of v over the threads after this one.
+template <class T>
+__device__ T block_sum_after(T v, T* red) {
+  const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
+  const T in_warp = warp_sum_after(v, lane);
+  if (lane == 0) red[warp] = in_warp + v;  // the warp's total
+  __syncthreads();
+  if (warp == 0) red[32 + lane] = warp_sum_after(lane < scan_threads / 32 ? red[lane] : T(0), lane);
+  __syncthreads();
+  return in_warp + red[32 + warp];
+}
+
+// Shared memory of the scan kernel: column j's rows and their rotations a tile at a time, then
+// each warp's tile of its column's rows and of the rotations, laid out a lane's run of scan_nb
+// entries at a stride of scan_nb + 1 (no bank conflicts).
+constexpr int scan_tile = 2048, scan_nb = 8, scan_run = 32 * (scan_nb + 1);
+template <class T>
+constexpr std::size_t scan_shared_bytes() {
+  const std::size_t rot = 3 * scan_tile, apply = 3 * std::size_t(scan_run) * (scan_threads / 32);
+  return (rot > apply ? rot : apply) * sizeof(T);
+}
+
+template <class T>
+__global__ void __launch_bounds__(scan_threads) givens_generate_scan_kernel(givens_plan plan, T* __restrict__ X,
+                                                                           int ldx, T* __restrict__ cs) {
+  extern __shared__ unsigned char scan_raw[];
+  T* sm = reinterpret_cast<T*>(scan_raw);
+  __shared__ T red[64];
+  __shared__ T up, tile_sum;  // the row above a rotation tile; the squares from its top down
+  const int L = plan.L, p = plan.p;
+  const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
+  const auto col = [&](int j) { return X + static_cast<std::ptrdiff_t>(j) * ldx; };
+  for (int j = 0; j < p; ++j) {
+    const int top = min(L - 1, plan.base + j);  // the same for every thread
+    if (top <= j) continue;
+    T* __restrict__ xj = col(j);
+    T* __restrict__ cj = cs + 2 * static_cast<std::size_t>(j) * L;
+    // Column j's rotations. Its scale first: its largest |x| (NaN wins).
+    T m = 0;
+    for (int i = j + tid; i <= top; i += scan_threads) m = nan_max(m, abs(xj[i]));
+    m = block_max(m, red);
+    const int e = m > T(0) && isfinite(m) ? ilogb(m) : 0;
+    // Tiles of rows [tlo, thi] from the bottom; a thread takes `per` consecutive rows of a tile.
+    constexpr int per = scan_tile / scan_threads;
+    T* xs = sm;              // the tile's rows
+    T* cst = sm + scan_tile;  // their rotations (c, s)
+    T carry = 0;  // the scaled squares of the rows below the tile
+    T rjj = 0;    // X(j, j) afterwards, in the thread of row j + 1
+    bool has_jj = false;
+    for (int thi = top; thi >= j; thi -= scan_tile) {
+      const int tlo = max(j, thi - scan_tile + 1), n = thi - tlo + 1;
+#pragma unroll
+      for (int r = 0; r < per; ++r)
+        if (tid + scan_threads * r < n) xs[tid + scan_threads * r] = xj[tlo + tid + scan_threads * r];
+      if (tid == 0) up = tlo > j ? xj[tlo - 1] : T(0);
+      __syncthreads();
+      T sq = 0;
+#pragma unroll
+      for (int r = 0; r < per; ++r) {
+        const int q = per * tid + r;
+        if (q < n) {
+          const T y = scalbn(xs[q], -e);
+          sq = fma(y, y, sq);
+        }
+      }
+      T below = block_sum_after(sq, red) + carry;  // rows after this thread's
+#pragma unroll
+      for (int r = per - 1; r >= 0; --r) {
+        const int q = per * tid + r, i = tlo + q;
+        if (q >= n) continue;
+        const T xi = xs[q], y = scalbn(xi, -e);
+        const bool rows_below = below != T(0);
+        below = fma(y, y, below);
+        if (i > j) {
+          T c, s, rr;
+          make_rotation(q > 0 ? xs[q - 1] : up, rows_below ? scalbn(sqrt(below), e) : xi, c, s, rr);
+          cst[2 * q] = c;
+          cst[2 * q + 1] = s;
+          if (i == j + 1) rjj = rr, has_jj = true;
+        }
+      }
+      if (tid == 0) tile_sum = below;  // thread 0 holds the tile's first rows: all of it and below
+      __syncthreads();
+      carry = tile_sum;
+#pragma unroll
+      for (int r = 0; r < 2 * per; ++r) {
+        const int q = tid + scan_threads * r;
+        if (q < 2 * n && tlo + q / 2 > j) cj[2 * tlo + q] = cst[q];
+      }
+      __syncthreads();
+    }
+    for (int i = j + 1 + tid; i <= top; i += scan_threads) xj[i] = T(0);
+    if (has_jj) xj[j] = rjj;
+    // The later columns, a warp each, by tiles of 32 scan_nb rotations from the bottom: lane l
+    // takes the tile's rotations e = scan_nb l .. (e = ihi - i), its run's map of the carry.
+    T* ax = sm + 3 * scan_run * warp;
+    T* ac = ax + scan_run;
+    T* as = ac + scan_run;
+    for (int jj = j + 1 + warp; jj < p; jj += scan_threads / 32) {
+      T* __restrict__ xc = col(jj);
+      T vin = xc[top];  // the carry into rotation top
+      // A tile's entries in registers, loaded one tile ahead: lane takes q = lane + 32 k.
+      T px[scan_nb], pc[scan_nb], ps[scan_nb];
+      const auto fetch = [&](int ihi) {
+        const int n = ihi - max(j + 1, ihi - 32 * scan_nb + 1) + 1;
+#pragma unroll
+        for (int k = 0; k < scan_nb; ++k) {
+          const int q = lane + 32 * k, i = ihi - q;
+          if (q < n) px[k] = xc[i - 1], pc[k] = cj[2 * i], ps[k] = cj[2 * i + 1];
+        }
+      };
+      if (top > j) fetch(top);
+      for (int ihi = top; ihi > j; ihi -= 32 * scan_nb) {
+        const int ilo = max(j + 1, ihi - 32 * scan_nb + 1), n = ihi - ilo + 1;
+#pragma unroll
+        for (int k = 0; k < scan_nb; ++k) {
+          const int q = lane + 32 * k, slot = q / scan_nb * (scan_nb + 1) + q % scan_nb;
+          if (q < n) ax[slot] = px[k], ac[slot] = pc[k], as[slot] = ps[k];
+        }
+        __syncwarp();
+        if (ilo - 1 > j) fetch(ilo - 1);  // the next tile's rows (above this one's: no overlap with its stores)
+        T A = 1, B = 0;
+#pragma unroll
+        for (int t = 0; t < scan_nb; ++t) {
+          const int slot = lane * (scan_nb + 1) + t;
+          if (scan_nb * lane + t < n) {
+            B = fma(as[slot], B, ac[slot] * ax[slot]);
+            A *= as[slot];
+          }
+        }
+        // Lane l's incoming carry: the runs of lanes 0 .. l - 1 composed, (A, B) o (A2, B2) = (A A2, A B2 + B).
+#pragma unroll
+        for (int d = 1; d < 32; d *= 2) {
+          const T A2 = __shfl_up_sync(0xffffffffu, A, d), B2 = __shfl_up_sync(0xffffffffu, B, d);
+          if (lane >= d) {
+            B = fma(A, B2, B);
+            A *= A2;
+          }
+        }
+        const T Ap = __shfl_up_sync(0xffffffffu, A, 1), Bp = __shfl_up_sync(0xffffffffu, B, 1);
+        T v = lane == 0 ? vin : fma(Ap, vin, Bp);
+        const T vout = __shfl_sync(0xffffffffu, fma(A, vin, B), 31);
+#pragma unroll
+        for (int t = 0; t < scan_nb; ++t) {
+          const int slot = lane * (scan_nb + 1) + t;
+          if (scan_nb * lane + t < n) {
+            const T c = ac[slot], s = as[slot], u = ax[slot];
+            ax[slot] = -s * u + c * v;  // the final value of row i
+            v = c * u + s * v;
+          }
+        }
+        __syncwarp();
+#pragma unroll
+        for (int k = 0; k < scan_nb; ++k) {
+          const int q = lane + 32 * k;
+          if (q < n) xc[ihi - q] = ax[q / scan_nb * (scan_nb + 1) + q % scan_nb];
+        }
+        __syncwarp();
+        vin = vout;
+      }
+      if (lane == 0) xc[j] = vin;
+    }
+    __syncthreads();
+  }
+}
+
 }  // namespace
 
 template <class T>
@@ -249,7 +476,13 @@ void gpu_givens_generate(const givens_plan& plan, T* X, int ldx, T* cs, cudaStre
   const int threads = plan.p >= 64 ? 1024 : (plan.p >= 16 ? 256 : 64);
   const std::size_t window = (std::size_t(2 * plan.p + 2) * plan.p + 2 * plan.p) * sizeof(T);
   constexpr std::size_t window_limit = 200 * 1024;  // of the H100's 227 KB per block
-  if (plan.p <= 31) {
+  if (scan_pays(plan)) {
+    auto k = givens_generate_scan_kernel<T>;
+    constexpr std::size_t bytes = scan_shared_bytes<T>();
+    detail::check(kernel, "cudaFuncSetAttribute",
+                  cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+    k<<<1, scan_threads, bytes, stream>>>(plan, X, ldx, cs);
+  } else if (plan.p <= 31) {
     auto run = [&](auto kernel) { kernel<<<1, 32, 0, stream>>>(plan, X, ldx, cs); };
     if (plan.p <= 7)
       run(givens_generate_systolic_kernel<T, 8>);
