@@ -2,7 +2,7 @@
 // forms (tessera/kernels_cpu/givens.hpp): the same triangular strip with exact zeros, the same
 // rotations and the same blocks, up to rounding, for strips of one warp's systolic form
 // (p <= 31: every register width), of the block-wide wavefront (p >= 32) and of the sweeps by
-// scans (p <= 32, sweeps of at least 64 and 8 p rows), with ldx > L.
+// scans (p <= 64, sweeps of at least 64 and 8 p rows), with ldx > L.
 // Skipped without a CUDA device.
 #include <doctest/doctest.h>
 
@@ -99,10 +99,10 @@ TEST_CASE("givens sweeps on the GPU: the strip, the rotations and the blocks as 
         {17, 17, 0}, {100, 30, 70}, {200, 7, 193}, {300, 20, 280}, {90, 31, 60}, {64, 31, 0},
         {500, 16, 480}, {50, 23, 60}, {70, 24, 40}, {120, 8, 115}, {130, 32, 100},
         {200, 40, 150}, {300, 64, 236},
-        // Long sweeps (at least 64 and 8 p rows, p <= 32): one at a time by scans over the rows;
+        // Long sweeps (at least 64 and 8 p rows, p <= 64): one at a time by scans over the rows;
         // {2000, 31, 40} and the shorter ones above take a wavefront.
         {256, 1, 255}, {257, 5, 100}, {1000, 1, 999}, {3016, 16, 3000}, {2000, 31, 40}, {4000, 32, 3968},
-        {1500, 9, 1500}, {12020, 20, 12000}}) {
+        {1500, 9, 1500}, {12020, 20, 12000}, {600, 40, 560}, {3000, 64, 2936}, {6050, 50, 6000}}) {
     check_plan<double>(L, p, base);
     check_plan<float>(L, p, base);
   }

@@ -257,11 +257,12 @@ constexpr int scan_threads = 512;
 // systolic wavefront 0.7-0.9 us a step (rows + sweeps steps). H100, ncu, double, (L, p, base) ->
 // wavefront / scans, us: (256, 1, 255) 131 / 7.2, (1000, 1, 999) 502 / 7.9, (257, 5, 100) 55.7 /
 // 27.8, (300, 20, 280) 238 / 167, (500, 16, 480) 381 / 133, (3016, 16, 3000) 2298 / 514, (12020,
-// 20, 12000) 9356 / 2863, (4000, 32, 3968; the block-wide wavefront) 8250 / 2240; but (2000, 31, 40),
-// sweeps of at most 71 rows, 66 / 203 (docs/results/2026-11-27-givens-scan-h100.md).
+// 20, 12000) 9356 / 2863; against the block-wide wavefront (p >= 32), (4000, 32, 3968) 8250 /
+// 2240, (600, 40, 560) 1585 / 673, (3000, 64, 2936) 9617 / 6246, (6050, 50, 6000) 22803 / 7799;
+// but (2000, 31, 40), sweeps of at most 71 rows, 66 / 203 (docs/results/2026-11-27-givens-scan-h100.md).
 inline bool scan_pays(const givens_plan& plan) {
   const int rows = plan.umax_all();  // the longest sweep's rotations
-  return plan.p <= 32 && rows >= 64 && rows >= 8 * plan.p;
+  return plan.p <= 64 && rows >= 64 && rows >= 8 * plan.p;
 }
 
 template <class T>

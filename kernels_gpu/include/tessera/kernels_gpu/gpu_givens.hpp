@@ -13,7 +13,7 @@ namespace tessera::kernels {
 // in range makes its rotation (their rows are two apart, so disjoint) and applies it to the
 // later columns; umax_all + p steps. For p <= 31 one warp as a systolic array (lane j is sweep
 // j, its two rows in registers, no barrier); wider strips on one thread block, three barriers a
-// step. Long sweeps (at least 64 and 8 p rows, p <= 32) go one sweep at a time instead, each in
+// step. Long sweeps (at least 64 and 8 p rows, p <= 64) go one sweep at a time instead, each in
 // parallel over its rows by scans (the same rotations up to rounding).
 template <class T>
 void gpu_givens_generate(const givens_plan& plan, T* X, int ldx, T* cs, cudaStream_t stream);
