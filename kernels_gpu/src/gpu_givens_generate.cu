@@ -317,11 +317,127 @@ __device__ T block_sum_after(T v, T* red) {
 constexpr int scan_tile = 2048, scan_nb = 8, scan_run = 32 * (scan_nb + 1);
 template <class T>
 constexpr std::size_t scan_shared_bytes() {
-  const std::size_t rot = 3 * scan_tile, apply = 3 * std::size_t(scan_run) * (scan_threads / 32);
+  const std::size_t rot = 3 * scan_tile, apply = 4 * std::size_t(scan_run) * (scan_threads / 32);
   return (rot > apply ? rot : apply) * sizeof(T);
 }
 
-template <class T>
+// Sweep j's rotations (cj, rows j + 1 .. top) applied to CW columns of a warp, rows j .. top: by
+// tiles of 32 scan_nb rotations from the bottom, lane l taking the tile's rotations e = scan_nb l
+// .. (e = ihi - i) and composing them into one map of the carry, v -> A v + B (A, a product of the
+// sines, is the same for every column: the columns share the rotations' loads and A's scan). The
+// tile's entries pass through shared memory (sm: CW runs of x, then c, then s), loaded into
+// registers one tile ahead.
+template <int CW, class T>
+__device__ __forceinline__ void scan_apply(T* const (&xcs)[CW], const T* __restrict__ cj, int j, int top, int lane,
+                                           T* sm) {
+  T* ac = sm + CW * scan_run;
+  T* as = ac + scan_run;
+  const auto at = [](int q) { return q / scan_nb * (scan_nb + 1) + q % scan_nb; };
+  T vin[CW];  // the carry into the tile's first (bottom) rotation
+#pragma unroll
+  for (int c = 0; c < CW; ++c) vin[c] = xcs[c][top];
+  T px[CW][scan_nb], pc[scan_nb], ps[scan_nb];
+  const auto fetch = [&](int ihi) {
+    const int n = ihi - max(j + 1, ihi - 32 * scan_nb + 1) + 1;
+#pragma unroll
+    for (int k = 0; k < scan_nb; ++k) {
+      const int q = lane + 32 * k, i = ihi - q;
+      if (q < n) {
+#pragma unroll
+        for (int c = 0; c < CW; ++c) px[c][k] = xcs[c][i - 1];
+        pc[k] = cj[2 * i];
+        ps[k] = cj[2 * i + 1];
+      }
+    }
+  };
+  fetch(top);
+  for (int ihi = top; ihi > j; ihi -= 32 * scan_nb) {
+    const int ilo = max(j + 1, ihi - 32 * scan_nb + 1), n = ihi - ilo + 1;
+#pragma unroll
+    for (int k = 0; k < scan_nb; ++k) {
+      const int q = lane + 32 * k;
+      if (q < n) {
+#pragma unroll
+        for (int c = 0; c < CW; ++c) sm[c * scan_run + at(q)] = px[c][k];
+        ac[at(q)] = pc[k];
+        as[at(q)] = ps[k];
+      }
+    }
+    __syncwarp();
+    if (ilo - 1 > j) fetch(ilo - 1);  // the next tile's rows (above this one's: no overlap with its stores)
+    T A = 1, B[CW];
+#pragma unroll
+    for (int c = 0; c < CW; ++c) B[c] = 0;
+#pragma unroll
+    for (int t = 0; t < scan_nb; ++t) {
+      const int slot = lane * (scan_nb + 1) + t;
+      if (scan_nb * lane + t < n) {
+        const T cs_c = ac[slot], cs_s = as[slot];
+#pragma unroll
+        for (int c = 0; c < CW; ++c) B[c] = fma(cs_s, B[c], cs_c * sm[c * scan_run + slot]);
+        A *= cs_s;
+      }
+    }
+    // Lane l's incoming carry: the runs of lanes 0 .. l - 1 composed, (A, B) o (A2, B2) = (A A2, A B2 + B).
+#pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+      const T A2 = __shfl_up_sync(0xffffffffu, A, d);
+      T B2[CW];
+#pragma unroll
+      for (int c = 0; c < CW; ++c) B2[c] = __shfl_up_sync(0xffffffffu, B[c], d);
+      if (lane >= d) {
+#pragma unroll
+        for (int c = 0; c < CW; ++c) B[c] = fma(A, B2[c], B[c]);
+        A *= A2;
+      }
+    }
+    const T Ap = __shfl_up_sync(0xffffffffu, A, 1);
+    T v[CW];
+#pragma unroll
+    for (int c = 0; c < CW; ++c) {
+      const T Bp = __shfl_up_sync(0xffffffffu, B[c], 1);
+      v[c] = lane == 0 ? vin[c] : fma(Ap, vin[c], Bp);
+      vin[c] = __shfl_sync(0xffffffffu, fma(A, vin[c], B[c]), 31);  // the next tile's
+    }
+#pragma unroll
+    for (int t = 0; t < scan_nb; ++t) {
+      const int slot = lane * (scan_nb + 1) + t;
+      if (scan_nb * lane + t < n) {
+        const T cs_c = ac[slot], cs_s = as[slot];
+#pragma unroll
+        for (int c = 0; c < CW; ++c) {
+          const T u = sm[c * scan_run + slot];
+          sm[c * scan_run + slot] = -cs_s * u + cs_c * v[c];  // the final value of row i
+          v[c] = cs_c * u + cs_s * v[c];
+        }
+      }
+    }
+    __syncwarp();
+#pragma unroll
+    for (int k = 0; k < scan_nb; ++k) {
+      const int q = lane + 32 * k;
+      if (q < n) {
+#pragma unroll
+        for (int c = 0; c < CW; ++c) xcs[c][ihi - q] = sm[c * scan_run + at(q)];
+      }
+    }
+    __syncwarp();
+  }
+  if (lane == 0) {
+#pragma unroll
+    for (int c = 0; c < CW; ++c) xcs[c][j] = vin[c];
+  }
+}
+
+// Pairs: a warp takes two later columns (sharing the rotations' loads and A's scan) where they
+// outnumber the warps (p > 17). Only then is that code compiled in: in double it spills (132
+// bytes), and with it every strip of up to 17 sweeps was 5-27% slower. H100, ncu, (L, p, base),
+// without / with, us: double (3000, 64, 2936) 6248 / 5497, (6050, 50, 6000) 7786 / 6971, (4000,
+// 32, 3968) 2244 / 2185, but (12020, 20, 12000) 2864 / 3092 and (300, 20, 280) 166 / 197 (in
+// double, pairs from p = 33 would be faster; not tested on a GPU yet); single 3437 / 2881, 4256 /
+// 3626, 1268 / 1150, 1658 / 1640, 121 / 123.
+constexpr int pairs_from = scan_threads / 32 + 2;
+template <class T, bool Pairs>
 __global__ void __launch_bounds__(scan_threads) givens_generate_scan_kernel(givens_plan plan, T* __restrict__ X,
                                                                            int ldx, T* __restrict__ cs) {
   extern __shared__ unsigned char scan_raw[];
@@ -392,74 +508,20 @@ __global__ void __launch_bounds__(scan_threads) givens_generate_scan_kernel(give
     }
     for (int i = j + 1 + tid; i <= top; i += scan_threads) xj[i] = T(0);
     if (has_jj) xj[j] = rjj;
-    // The later columns, a warp each, by tiles of 32 scan_nb rotations from the bottom: lane l
-    // takes the tile's rotations e = scan_nb l .. (e = ihi - i), its run's map of the carry.
-    T* ax = sm + 3 * scan_run * warp;
-    T* ac = ax + scan_run;
-    T* as = ac + scan_run;
-    for (int jj = j + 1 + warp; jj < p; jj += scan_threads / 32) {
-      T* __restrict__ xc = col(jj);
-      T vin = xc[top];  // the carry into rotation top
-      // A tile's entries in registers, loaded one tile ahead: lane takes q = lane + 32 k.
-      T px[scan_nb], pc[scan_nb], ps[scan_nb];
-      const auto fetch = [&](int ihi) {
-        const int n = ihi - max(j + 1, ihi - 32 * scan_nb + 1) + 1;
-#pragma unroll
-        for (int k = 0; k < scan_nb; ++k) {
-          const int q = lane + 32 * k, i = ihi - q;
-          if (q < n) px[k] = xc[i - 1], pc[k] = cj[2 * i], ps[k] = cj[2 * i + 1];
+    // The later columns, a warp each (two each where they outnumber the warps), by tiles of 32
+    // scan_nb rotations from the bottom.
+    T* ax = sm + 4 * scan_run * warp;
+    constexpr int nw = scan_threads / 32;
+    for (int jj = j + 1 + warp; jj < p; jj += (Pairs ? 2 : 1) * nw) {
+      if constexpr (Pairs) {
+        if (jj + nw < p) {
+          T* const two[2] = {col(jj), col(jj + nw)};
+          scan_apply<2>(two, cj, j, top, lane, ax);
+          continue;
         }
-      };
-      if (top > j) fetch(top);
-      for (int ihi = top; ihi > j; ihi -= 32 * scan_nb) {
-        const int ilo = max(j + 1, ihi - 32 * scan_nb + 1), n = ihi - ilo + 1;
-#pragma unroll
-        for (int k = 0; k < scan_nb; ++k) {
-          const int q = lane + 32 * k, slot = q / scan_nb * (scan_nb + 1) + q % scan_nb;
-          if (q < n) ax[slot] = px[k], ac[slot] = pc[k], as[slot] = ps[k];
-        }
-        __syncwarp();
-        if (ilo - 1 > j) fetch(ilo - 1);  // the next tile's rows (above this one's: no overlap with its stores)
-        T A = 1, B = 0;
-#pragma unroll
-        for (int t = 0; t < scan_nb; ++t) {
-          const int slot = lane * (scan_nb + 1) + t;
-          if (scan_nb * lane + t < n) {
-            B = fma(as[slot], B, ac[slot] * ax[slot]);
-            A *= as[slot];
-          }
-        }
-        // Lane l's incoming carry: the runs of lanes 0 .. l - 1 composed, (A, B) o (A2, B2) = (A A2, A B2 + B).
-#pragma unroll
-        for (int d = 1; d < 32; d *= 2) {
-          const T A2 = __shfl_up_sync(0xffffffffu, A, d), B2 = __shfl_up_sync(0xffffffffu, B, d);
-          if (lane >= d) {
-            B = fma(A, B2, B);
-            A *= A2;
-          }
-        }
-        const T Ap = __shfl_up_sync(0xffffffffu, A, 1), Bp = __shfl_up_sync(0xffffffffu, B, 1);
-        T v = lane == 0 ? vin : fma(Ap, vin, Bp);
-        const T vout = __shfl_sync(0xffffffffu, fma(A, vin, B), 31);
-#pragma unroll
-        for (int t = 0; t < scan_nb; ++t) {
-          const int slot = lane * (scan_nb + 1) + t;
-          if (scan_nb * lane + t < n) {
-            const T c = ac[slot], s = as[slot], u = ax[slot];
-            ax[slot] = -s * u + c * v;  // the final value of row i
-            v = c * u + s * v;
-          }
-        }
-        __syncwarp();
-#pragma unroll
-        for (int k = 0; k < scan_nb; ++k) {
-          const int q = lane + 32 * k;
-          if (q < n) xc[ihi - q] = ax[q / scan_nb * (scan_nb + 1) + q % scan_nb];
-        }
-        __syncwarp();
-        vin = vout;
       }
-      if (lane == 0) xc[j] = vin;
+      T* const one[1] = {col(jj)};
+      scan_apply<1>(one, cj, j, top, lane, ax);
     }
     __syncthreads();
   }
@@ -478,7 +540,8 @@ void gpu_givens_generate(const givens_plan& plan, T* X, int ldx, T* cs, cudaStre
   const std::size_t window = (std::size_t(2 * plan.p + 2) * plan.p + 2 * plan.p) * sizeof(T);
   constexpr std::size_t window_limit = 200 * 1024;  // of the H100's 227 KB per block
   if (scan_pays(plan)) {
-    auto k = givens_generate_scan_kernel<T>;
+    const bool pairs = plan.p >= pairs_from;
+    auto k = pairs ? givens_generate_scan_kernel<T, true> : givens_generate_scan_kernel<T, false>;
     constexpr std::size_t bytes = scan_shared_bytes<T>();
     detail::check(kernel, "cudaFuncSetAttribute",
                   cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
