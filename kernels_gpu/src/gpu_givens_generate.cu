@@ -321,6 +321,17 @@ constexpr std::size_t scan_shared_bytes() {
   return (rot > apply ? rot : apply) * sizeof(T);
 }
 
+// f(slot, c, s) for each of the lane's rotations in a tile (its run e = scan_nb lane + t < n, in
+// order), their (c, s) from shared memory.
+template <class T, class F>
+__device__ __forceinline__ void each_rotation(int lane, int n, const T* ac, const T* as, F&& f) {
+#pragma unroll
+  for (int t = 0; t < scan_nb; ++t) {
+    const int slot = lane * (scan_nb + 1) + t;
+    if (scan_nb * lane + t < n) f(slot, ac[slot], as[slot]);
+  }
+}
+
 // Sweep j's rotations (cj, rows j + 1 .. top) applied to CW columns of a warp, rows j .. top: by
 // tiles of 32 scan_nb rotations from the bottom, lane l taking the tile's rotations e = scan_nb l
 // .. (e = ihi - i) and composing them into one map of the carry, v -> A v + B (A, a product of the
@@ -368,16 +379,11 @@ __device__ __forceinline__ void scan_apply(T* const (&xcs)[CW], const T* __restr
     T A = 1, B[CW];
 #pragma unroll
     for (int c = 0; c < CW; ++c) B[c] = 0;
+    each_rotation(lane, n, ac, as, [&](int slot, T cs_c, T cs_s) {
 #pragma unroll
-    for (int t = 0; t < scan_nb; ++t) {
-      const int slot = lane * (scan_nb + 1) + t;
-      if (scan_nb * lane + t < n) {
-        const T cs_c = ac[slot], cs_s = as[slot];
-#pragma unroll
-        for (int c = 0; c < CW; ++c) B[c] = fma(cs_s, B[c], cs_c * sm[c * scan_run + slot]);
-        A *= cs_s;
-      }
-    }
+      for (int c = 0; c < CW; ++c) B[c] = fma(cs_s, B[c], cs_c * sm[c * scan_run + slot]);
+      A *= cs_s;
+    });
     // Lane l's incoming carry: the runs of lanes 0 .. l - 1 composed, (A, B) o (A2, B2) = (A A2, A B2 + B).
 #pragma unroll
     for (int d = 1; d < 32; d *= 2) {
@@ -399,19 +405,14 @@ __device__ __forceinline__ void scan_apply(T* const (&xcs)[CW], const T* __restr
       v[c] = lane == 0 ? vin[c] : fma(Ap, vin[c], Bp);
       vin[c] = __shfl_sync(0xffffffffu, fma(A, vin[c], B[c]), 31);  // the next tile's
     }
+    each_rotation(lane, n, ac, as, [&](int slot, T cs_c, T cs_s) {
 #pragma unroll
-    for (int t = 0; t < scan_nb; ++t) {
-      const int slot = lane * (scan_nb + 1) + t;
-      if (scan_nb * lane + t < n) {
-        const T cs_c = ac[slot], cs_s = as[slot];
-#pragma unroll
-        for (int c = 0; c < CW; ++c) {
-          const T u = sm[c * scan_run + slot];
-          sm[c * scan_run + slot] = -cs_s * u + cs_c * v[c];  // the final value of row i
-          v[c] = cs_c * u + cs_s * v[c];
-        }
+      for (int c = 0; c < CW; ++c) {
+        const T u = sm[c * scan_run + slot];
+        sm[c * scan_run + slot] = -cs_s * u + cs_c * v[c];  // the final value of row i
+        v[c] = cs_c * u + cs_s * v[c];
       }
-    }
+    });
     __syncwarp();
 #pragma unroll
     for (int k = 0; k < scan_nb; ++k) {
