@@ -99,8 +99,9 @@ TEST_CASE("givens sweeps on the GPU: the strip, the rotations and the blocks as 
         {17, 17, 0}, {100, 30, 70}, {200, 7, 193}, {300, 20, 280}, {90, 31, 60}, {64, 31, 0},
         {500, 16, 480}, {50, 23, 60}, {70, 24, 40}, {120, 8, 115}, {130, 32, 100},
         {200, 40, 150}, {300, 64, 236},
-        // Long sweeps (at least 64 and 8 p rows, p <= 64): one at a time by scans over the rows;
-        // {2000, 31, 40} and the shorter ones above take a wavefront.
+        // Long sweeps (at least 64 and 8 p rows, p <= 64) go one at a time by scans over the rows:
+        // these, except {2000, 31, 40} (sweeps of at most 71 rows), and above {120, 8, 115},
+        // {200, 7, 193}, {300, 20, 280} and {500, 16, 480}; the rest take a wavefront.
         {256, 1, 255}, {257, 5, 100}, {1000, 1, 999}, {3016, 16, 3000}, {2000, 31, 40}, {4000, 32, 3968},
         {1500, 9, 1500}, {12020, 20, 12000}, {600, 40, 560}, {3000, 64, 2936}, {6050, 50, 6000}}) {
     check_plan<double>(L, p, base);
