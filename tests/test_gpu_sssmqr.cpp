@@ -1,6 +1,6 @@
 // The GPU SSSMQR kernels (kernels_gpu/) against LAPACK on the host, float and double:
 // the full T against LARFT, gpu_tsmqr (also through gpu_sssmqr), gpu_tsmqr_blocked and gpu_tsmqr_fused
-// against TPMQRT, gpu_larfb_fused against GEMQRT,
+// against TPMQRT, gpu_larfb_fused and gpu_larfb_small (both sides) against GEMQRT,
 // gpu_sssmqr against a loop of TPMQRT over a panel factored by a chain of TPQRT (partial last
 // tile row, kk not a multiple of ib, odd column counts, both T layouts, prepared factors reused
 // over column ranges, A1 with its own leading dimension),
@@ -243,6 +243,56 @@ TEST_CASE_TEMPLATE("gpu_tsmqr_fused and gpu_larfb_fused equal LAPACK TPMQRT and 
     }
   }
   MESSAGE("tsmqr_fused: largest relative error " << worst_tsmqr << ", larfb_fused: " << worst_larfb);
+}
+
+// gpu_larfb_small (band panels: h <= 96 rows, k <= 64 reflectors) against LAPACK GEMQRT from the
+// left (C := Q^T C, C h x n) and from the right (C := C Q, C n x h), V from a GEQRT of a random
+// panel, T's strict lower triangle NaN; C's padding must come back untouched.
+struct small_shape {
+  int h, n, k;
+};
+constexpr small_shape small_shapes[] = {{96, 1000, 64}, {80, 2936, 64}, {80, 333, 56}, {96, 17, 33},
+                                        {64, 16, 64},   {33, 40, 32},   {17, 15, 16},  {1, 5, 1},
+                                        {96, 1, 1},     {70, 129, 20}};
+
+TEST_CASE_TEMPLATE("gpu_larfb_small equals LAPACK GEMQRT from both sides (h <= 96, k <= 64)", T, float, double) {
+  double worst = 0;
+  blas b;
+  for (const small_shape s : small_shapes) {
+    CAPTURE(s.h);
+    CAPTURE(s.n);
+    CAPTURE(s.k);
+    mat<T> P(s.h, s.k, 3), Tb(s.k, s.k);
+    P.randomize();
+    REQUIRE(geqrt(s.h, s.k, s.k, P.data(), P.ld, Tb.data(), Tb.ld) == 0);
+    mat<T> V = P;  // explicit: unit diagonal, zeros above it
+    for (int j = 0; j < s.k; ++j)
+      for (int i = 0; i <= j; ++i) V(i, j) = T(i == j ? 1 : 0);
+    const mat<T> Tn = nan_below(Tb, s.k);
+    dev<T> dV(V), dT(Tn);
+    for (const char side : {'L', 'R'}) {
+      CAPTURE(side);
+      const int rows = side == 'L' ? s.h : s.n, cols = side == 'L' ? s.n : s.h;
+      mat<T> C(rows, cols, 5);
+      C.randomize();
+      mat<T> R = C;
+      REQUIRE(tessera::blas::gemqrt(side, side == 'L' ? 'T' : 'N', rows, cols, s.k, s.k, P.data(), P.ld, Tb.data(),
+                                    Tb.ld, R.data(), R.ld, lapack_work<T>(s.k, rows, cols).data()) == 0);
+      for (const int max_blocks : {0, 2}) {  // a block a slab; two blocks taking every other slab
+        CAPTURE(max_blocks);
+        dev<T> dC(C);
+        gpu_larfb_small<T>(side, s.h, s.n, s.k, dV.p, V.ld, dT.p, Tn.ld, dC.p, C.ld, b.s, max_blocks);
+        b.sync();
+        mat<T> G = C;
+        dC.get(G);
+        const double e = rel_error(G, R);
+        worst = std::max(worst, e);
+        CHECK(e <= tolerance<T>(s.h));
+        CHECK(same_outside(G, C, 0, rows));
+      }
+    }
+  }
+  MESSAGE("larfb_small: largest relative error " << worst);
 }
 
 // The persistent [R; U] QR of the added rows (kernels::gpu_tpqrt_chain) against LAPACK TPQRT with
@@ -505,6 +555,18 @@ TEST_CASE("bad arguments are rejected by name, the handle's pointer mode is kept
   CHECK(message([&] {
           gpu_larfb_fused<double>(8, 8, 9, p, 8, p, 9, p, 8, b.s);
         }).find("gpu_larfb_fused: k = 9") != std::string::npos);
+  CHECK(message([&] {
+          gpu_larfb_small<double>('L', 97, 8, 8, p, 97, p, 8, p, 97, b.s);
+        }).find("gpu_larfb_small: h = 97") != std::string::npos);
+  CHECK(message([&] {
+          gpu_larfb_small<double>('L', 96, 8, 65, p, 96, p, 65, p, 96, b.s);
+        }).find("gpu_larfb_small: k = 65") != std::string::npos);
+  CHECK(message([&] {
+          gpu_larfb_small<double>('R', 16, 40, 8, p, 16, p, 8, p, 39, b.s);
+        }).find("ldc") != std::string::npos);
+  CHECK(message([&] {
+          gpu_larfb_small<double>('X', 16, 40, 8, p, 16, p, 8, p, 40, b.s);
+        }).find("side") != std::string::npos);
   CHECK(message([&] {
           gpu_sssmqr<double>(2, 8, 9, 8, 8, 4, p, 20, p, 20, p, 20, p, 4, 32, p, buf.n, b.h);
         }).find("m_last") != std::string::npos);

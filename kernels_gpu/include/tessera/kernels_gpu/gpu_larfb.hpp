@@ -31,4 +31,17 @@ template <class T>
 void gpu_larfb_fused(int m, int n, int k, const T* V, int ldv, const T* Tf, int ldt, T* C, int ldc,
                      cudaStream_t stream);
 
+// A band panel's block reflector applied in one kernel on `stream`: side 'L', C (h x n) := Q^T C;
+// side 'R', C (n x h) := C Q; Q = I - V T V^T with V explicit (h x k, its unit diagonal and the
+// zeros above stored) and T upper triangular (k x k, lower part not read). For the QR updates'
+// band panels (h <= 96 rows, k <= 64 reflectors), where three cuBLAS calls a side cost more host
+// time than the GPU spends on them. A thread block takes 16 of C's columns (side L) or rows (R)
+// at a time; max_blocks > 0 caps the grid (each block then takes several), which leaves room on
+// the SMs for other streams' kernels.
+inline constexpr int gpu_larfb_small_max_rows = 96;
+inline constexpr int gpu_larfb_small_max_k = 64;
+template <class T>
+void gpu_larfb_small(char side, int h, int n, int k, const T* V, int ldv, const T* Tf, int ldt, T* C, int ldc,
+                     cudaStream_t stream, int max_blocks = 0);
+
 }  // namespace tessera::kernels
