@@ -184,10 +184,12 @@ struct host_backend {
     return false;
   }
   void tp_chain_wait(int, int) {}
-  // C (h x other) := H^T C with V (h x nb) explicit, in one call where the backend has one (the
-  // GPU's kernels::gpu_larfb_fused, single precision, nb <= 32); false: apply_explicit's calls.
+  // Side 'L': C (h x other) := H^T C; 'R': C (other x h) := C H; V (h x nb) explicit. In one call
+  // where the backend has one (the GPU's kernels::gpu_larfb_small for band panels, h <= 96 and
+  // nb <= 64, and gpu_larfb_fused from the left in single precision, nb <= 32); false:
+  // apply_explicit's calls.
   template <class T>
-  bool explicit_apply(int, int, int, int, const T*, int, const T*, int, T*, int) {
+  bool explicit_apply(int, char, int, int, int, const T*, int, const T*, int, T*, int) {
     return false;
   }
   template <class T>
@@ -255,16 +257,19 @@ struct gpu_backend {
 
   static void release(void* p) noexcept;
   static void* acquire(std::size_t bytes);
+  // A block of `bytes` for `old` (which enqueued work may still use): old goes back at the next
+  // sync() (more than a few waiting force one, and so does a failed allocation).
+  void* replace(void* old, std::size_t bytes);
   template <class T>
   void ensure(buffer<T>& b, std::size_t n) {
     if (b.n >= n) return;
-    // The old buffer may still be in use by enqueued work; an empty one is not, and waiting then
-    // would only leave the GPU idle while the rest of the update is enqueued.
-    if (b.p) sync();
-    release(b.p);
+    // The old buffer may still be in use by enqueued work: it is retired, and goes back at the
+    // next sync, so that growing a buffer mid-update does not leave the GPU idle while the rest
+    // of the update is enqueued.
+    void* old = b.p;
     b.p = nullptr;
     b.n = 0;
-    b.p = static_cast<T*>(acquire(n * sizeof(T)));
+    b.p = static_cast<T*>(replace(old, n * sizeof(T)));
     b.n = n;
   }
   template <class T>
@@ -312,8 +317,8 @@ struct gpu_backend {
                 int ldc2, T* Tm);
   void tp_chain_wait(int lane, int t);
   template <class T>
-  bool explicit_apply(int lane, int h, int nb, int other, const T* V, int ldv, const T* Tm, int ldt, T* C,
-                      int ldc);
+  bool explicit_apply(int lane, char side, int h, int nb, int other, const T* V, int ldv, const T* Tm, int ldt,
+                      T* C, int ldc);
   template <class T>
   std::size_t panel_work_size(int m, int n) const;
   template <class T>
@@ -335,6 +340,7 @@ struct gpu_backend {
 
  private:
   std::unique_ptr<gpu_resources> _r;
+  std::vector<void*> _retired;
 };
 #endif
 

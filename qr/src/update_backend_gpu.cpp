@@ -7,9 +7,11 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "tessera/kernels_gpu/cublas.hpp"
 #include "tessera/kernels_gpu/gpu_fill.hpp"
@@ -42,6 +44,7 @@ struct gpu_resources {
   cudaStream_t s[lanes] = {};
   cublasHandle_t h[lanes] = {};
   cudaEvent_t ev = nullptr;
+  int sms = 0;  // the device's SM count
   // count_non_finite's stream and pinned word, made on its first call.
   cudaStream_t check = nullptr;
   unsigned* count = nullptr;
@@ -55,11 +58,18 @@ struct gpu_resources {
   wait_fn wait32 = nullptr;
   gpu_resources() {
     for (int i = 0; i < lanes; ++i) {
-      ok(cudaStreamCreateWithFlags(&s[i], cudaStreamNonBlocking), "cudaStreamCreate");
+      // Lane R at the highest priority: its panels are the updates' chain, and the other lanes'
+      // wide kernels would otherwise hold the SMs it waits for.
+      int lo = 0, hi = 0;
+      ok(cudaDeviceGetStreamPriorityRange(&lo, &hi), "cudaDeviceGetStreamPriorityRange");
+      ok(cudaStreamCreateWithPriority(&s[i], cudaStreamNonBlocking, i == lane_r ? hi : lo), "cudaStreamCreate");
       ok(cublasCreate(&h[i]), "cublasCreate");
       ok(cublasSetStream(h[i], s[i]), "cublasSetStream");
     }
     ok(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreate");
+    int dev = 0;
+    ok(cudaGetDevice(&dev), "cudaGetDevice");
+    ok(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "cudaDeviceGetAttribute");
   }
   void make_check() {
     if (check) return;
@@ -88,8 +98,11 @@ struct gpu_resources {
 };
 
 gpu_backend::gpu_backend() : _r(std::make_unique<gpu_resources>()) {}
-gpu_backend::gpu_backend(gpu_backend&&) noexcept = default;
-gpu_backend::~gpu_backend() = default;
+gpu_backend::gpu_backend(gpu_backend&& o) noexcept : _r(std::move(o._r)), _retired(std::exchange(o._retired, {})) {}
+gpu_backend::~gpu_backend() {
+  _r.reset();  // waits for the lanes' streams (gpu_resources' destructor)
+  for (void* p : _retired) release(p);
+}
 
 // Workspace blocks freed by one factorization are kept for the next (up to 512 MiB a block, 4 GiB
 // in all): an update that finds its workspace cached allocates nothing, so a sequence of
@@ -328,17 +341,28 @@ void gpu_backend::tp_chain_wait(int lane, int t) {
   dep(r.chain_lane, lane);
 }
 
-// One kernel in single precision only. H100, deleting 100 or 200 columns of 6000 x 3000 without Q, two
-// rounds: single 1.1-1.5x faster at k = 0 .. 2500 (k = 2000, p = 100: 0.00167-0.00169 s against
-// 0.00218-0.00250), double 5-8% slower at k = 0 and 1000 (cuBLAS's FP64 GEMMs run on the tensor
-// cores, the kernel's FMAs do not), so double keeps the calls
-// (docs/results/2026-11-24-insert-rows-fused-h100.md).
+// gpu_larfb_fused from the left in single precision: H100, deleting 100 or 200 columns of 6000 x
+// 3000 without Q, two rounds: single 1.1-1.5x faster at k = 0 .. 2500 (k = 2000, p = 100:
+// 0.00167-0.00169 s against 0.00218-0.00250), double 5-8% slower at k = 0 and 1000 (cuBLAS's FP64
+// GEMMs run on the tensor cores, the kernel's FMAs do not), so double keeps the calls
+// (docs/results/2026-11-24-insert-rows-fused-h100.md). Band panels (h <= 96, nb <= 64) otherwise take
+// gpu_larfb_small from either side: their three calls cost about 12 us of host time a GEMM, more
+// than the GPU spends on them, and a rank-16 update of 8000 x 3000 was bound by enqueueing them
+// (docs/results/2026-11-27-band-apply-h100.md).
 template <class T>
-bool gpu_backend::explicit_apply(int lane, int h, int nb, int other, const T* V, int ldv, const T* Tm, int ldt,
-                                 T* C, int ldc) {
-  if (sizeof(T) != sizeof(float) || !fused_apply_fits<T>(h, nb)) return false;
-  kernels::gpu_larfb_fused(h, other, nb, V, ldv, Tm, ldt, C, ldc, _r->s[lane]);
-  return true;
+bool gpu_backend::explicit_apply(int lane, char side, int h, int nb, int other, const T* V, int ldv, const T* Tm,
+                                 int ldt, T* C, int ldc) {
+  if (side == 'L' && sizeof(T) == sizeof(float) && fused_apply_fits<T>(h, nb)) {
+    kernels::gpu_larfb_fused(h, other, nb, V, ldv, Tm, ldt, C, ldc, _r->s[lane]);
+    return true;
+  }
+  if (h <= kernels::gpu_larfb_small_max_rows && nb <= kernels::gpu_larfb_small_max_k) {
+    // From the right (Q's columns, thousands of rows) a block an SM: the grid leaves every SM room
+    // for the R lane's panel and update, which wait otherwise.
+    kernels::gpu_larfb_small(side, h, other, nb, V, ldv, Tm, ldt, C, ldc, _r->s[lane], side == 'R' ? _r->sms : 0);
+    return true;
+  }
+  return false;
 }
 
 template <class T>
@@ -379,6 +403,27 @@ void gpu_backend::dep(int from, int to) {
 
 void gpu_backend::sync() {
   for (auto s : _r->s) ok(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  for (void* p : _retired) release(p);
+  _retired.clear();
+}
+
+void* gpu_backend::replace(void* old, std::size_t bytes) {
+  if (old) {
+    try {
+      _retired.push_back(old);
+    } catch (const std::bad_alloc&) {
+      sync();
+      release(old);
+    }
+    if (_retired.size() > 16) sync();
+  }
+  try {
+    return acquire(bytes);
+  } catch (const tessera::out_of_memory&) {
+    if (_retired.empty()) throw;
+    sync();  // the retired blocks to the cache, which acquire gives back to the device when short
+    return acquire(bytes);
+  }
 }
 
 template <class T>
@@ -429,7 +474,7 @@ unsigned gpu_backend::count_non_finite(int m, int n, const T* A, int lda) {
   template bool gpu_backend::panel_split<T>(int, int, int, int, T*, int, T*, int, T*, int);         \
   template bool gpu_backend::tp_apply<T>(int, int, int, int, const T*, int, const T*, int, T*, int, T*, int); \
   template bool gpu_backend::tp_chain<T>(int, int, int, int, T*, int, T*, int, T*, int, T*, int, T*);     \
-  template bool gpu_backend::explicit_apply<T>(int, int, int, int, const T*, int, const T*, int, T*, int); \
+  template bool gpu_backend::explicit_apply<T>(int, char, int, int, int, const T*, int, const T*, int, T*, int); \
   template std::size_t gpu_backend::panel_work_size<T>(int, int) const;                           \
   template void gpu_backend::panel_qr<T>(int, int, int, T*, int, T*, int, T*, std::size_t);       \
   template void gpu_backend::givens_generate<T>(int, const kernels::givens_plan&, T*, int, T*);   \

@@ -25,7 +25,7 @@ void delete_rows(update_state<B, T>& st, int k, int p) {
   plan.L = m + pp;
   plan.p = p;
   plan.base = m;
-  plan.w = givens_block_width(p);
+  plan.w = givens_block_width<B>(p);
   givens_targets tg;
   tg.off = 0;
   tg.col_min = 0;

@@ -38,7 +38,7 @@ void insert_columns(update_state<B, T>& st, int k, const T* u, int ldu, int p) {
   plan.L = m + pp - k;
   plan.p = p;
   plan.base = m - k;
-  plan.w = givens_block_width(p);
+  plan.w = givens_block_width<B>(p);
   givens_targets tg;
   tg.off = k;
   tg.col_min = k + p;

@@ -26,7 +26,7 @@ void rank_update(update_state<B, T>& st, const T* u, int ldu, const T* v, int ld
   plan.L = L;
   plan.p = r;
   plan.base = m;
-  plan.w = givens_block_width(r);
+  plan.w = givens_block_width<B>(r);
   givens_targets tg;
   tg.off = 0;
   tg.col_min = 0;

@@ -33,7 +33,7 @@ struct update_state {
   std::size_t q0 = 0, r0 = 0, d0 = 0;
   // Workspace kept between updates, so that a sequence of updates allocates only when it grows.
   buf spare_q, spare_r, spare_d, work_r, work_q, work_d, panels, tmats, pwork, xbuf, cs, S, in_u,
-      in_v, in_b;
+      in_v, in_b, cpanels, ctmats;
 
   update_state() = default;
   update_state(const update_state&) = delete;
@@ -114,7 +114,7 @@ template <class B, class T>
 void apply_explicit(B& be, int lane, char side, int h, int nb, int other, const T* V, int ldv, const T* Tm, int ldt,
                     T* C, int ldc, T* W) {
   if (other <= 0 || nb <= 0) return;
-  if (side == 'L' && be.explicit_apply(lane, h, nb, other, V, ldv, Tm, ldt, C, ldc)) return;
+  if (be.explicit_apply(lane, side, h, nb, other, V, ldv, Tm, ldt, C, ldc)) return;
   T* X = nb >= B::t_mult_x_from ? W + std::size_t(nb) * other : nullptr;
   // A piece of `cn` columns or rows of C owns W's (and X's) elements nb * c0 .. nb * (c0 + cn).
   be.split(other, apply_grain, [&](int c0, int cn) {
@@ -200,6 +200,9 @@ void band_retriangularize(update_state<B, T>& st, int j_first, int L, int band, 
 // (upper trapezoidal, exact zeros below), by blocked Householder QR; the reflectors are applied to
 // D(d_row0 : d_row0 + rows, :) (lane D) and to Q(:, q_col0 : q_col0 + rows) (lane Q). The rows
 // of R that these Q columns belong to must be zero (they are: rows >= cols), so R is untouched.
+// Each panel's V is split off X into a buffer of its own (cpanels, with T in ctmats), which lanes
+// Q and D read: lane R goes on with X without waiting for them (on the H100 it had waited for Q's
+// update of its n - m last columns). Called once an update, before givens_update.
 template <class B, class T>
 void householder_compress(update_state<B, T>& st, int rows, int c, T* X, int ldx, int q_col0,
                           int d_row0) {
@@ -207,33 +210,34 @@ void householder_compress(update_state<B, T>& st, int rows, int c, T* X, int ldx
   const int nb = st.nb, kmax = std::min(rows, c);
   if (kmax <= 0) return;
   const int npanels = (kmax + nb - 1) / nb;
-  be.ensure(st.tmats, std::size_t(npanels) * nb * nb);
+  // The buffers below were last read by lanes Q and D in an earlier update (end() waits for them).
+  be.ensure(st.cpanels, std::size_t(npanels) * nb * rows);
+  be.ensure(st.ctmats, std::size_t(npanels) * nb * nb);
   be.ensure(st.pwork, be.template panel_work_size<T>(rows, nb));
-  be.ensure(st.work_r, std::size_t(nb) * std::max(c, 1));
-  if (st.nrhs > 0) be.ensure(st.work_d, std::size_t(nb) * st.nrhs);
-  if (st.qcols() > 0) be.ensure(st.work_q, std::size_t(nb) * std::max(st.n, 1));
+  const std::size_t wx = nb >= B::t_mult_x_from ? 2 : 1;  // apply_explicit's W, and X if used
+  be.ensure(st.work_r, wx * nb * std::max(c, 1));
+  if (st.nrhs > 0) be.ensure(st.work_d, wx * nb * st.nrhs);
+  if (st.qcols() > 0) be.ensure(st.work_q, wx * nb * std::max(st.n, 1));
   for (int t = 0; t < npanels; ++t) {
     const int j0 = t * nb, jb = std::min(nb, kmax - j0), h = rows - j0, hb = h - jb;
     T* P = X + j0 + std::size_t(j0) * ldx;
-    T* Tm = st.tmats.data() + std::size_t(t) * nb * nb;
+    T* V = st.cpanels.data() + std::size_t(t) * nb * rows;  // h x jb, ld h
+    T* Tm = st.ctmats.data() + std::size_t(t) * nb * nb;
     be.panel_qr(lane_r, h, jb, P, ldx, Tm, nb, st.pwork.data(), st.pwork.size());
-    apply_left(be, lane_r, jb, hb, c - j0 - jb, P, ldx, Tm, nb, P + std::size_t(jb) * ldx, ldx,
-               P + jb + std::size_t(jb) * ldx, ldx, st.work_r.data());
+    be.split_panel(lane_r, jb, hb, P, ldx, V, h);
+    apply_explicit(be, lane_r, 'L', h, jb, c - j0 - jb, V, h, Tm, nb, P + std::size_t(jb) * ldx, ldx,
+                   st.work_r.data());
     if (st.nrhs > 0) {
       be.dep(lane_r, lane_d);
-      apply_left(be, lane_d, jb, hb, st.nrhs, P, ldx, Tm, nb, st.D(d_row0 + j0, 0), st.ldd,
-                 st.D(d_row0 + j0 + jb, 0), st.ldd, st.work_d.data());
+      apply_explicit(be, lane_d, 'L', h, jb, st.nrhs, V, h, Tm, nb, st.D(d_row0 + j0, 0), st.ldd,
+                     st.work_d.data());
     }
     if (st.qcols() > 0) {
       be.dep(lane_r, lane_q);
-      apply_right(be, lane_q, st.n, jb, hb, P, ldx, Tm, nb, st.Q(0, q_col0 + j0), st.ldq,
-                  st.Q(0, q_col0 + j0 + jb), st.ldq, st.work_q.data());
+      apply_explicit(be, lane_q, 'R', h, jb, st.n, V, h, Tm, nb, st.Q(0, q_col0 + j0), st.ldq,
+                     st.work_q.data());
     }
   }
-  // The reflectors (below X's diagonal) and T are read by lanes Q and D until they catch up.
-  be.dep(lane_q, lane_r);
-  be.dep(lane_d, lane_r);
-  be.triu_copy(lane_r, kmax, rows - kmax, X, ldx, X, ldx);
 }
 
 // Where the rotations of a strip go: rows [off, off + L) of R (columns from col_lo(row) to
@@ -273,9 +277,11 @@ void givens_update(update_state<B, T>& st, const kernels::givens_plan& plan, T* 
     const kernels::givens_plan sub = givens_group(plan, j0, g);
     if (sub.L <= 1 || sub.umax_all() <= 0) continue;
     // Each group's rotations and blocks are new buffers' worth: lanes Q and D may still read the
-    // last's.
-    be.dep(lane_q, lane_r);
-    be.dep(lane_d, lane_r);
+    // last group's (the first group's were last read in an earlier update, which end() waited for).
+    if (grp > 0) {
+      be.dep(lane_q, lane_r);
+      be.dep(lane_d, lane_r);
+    }
     be.ensure(st.cs, sub.cs_size());
     be.ensure(st.S, sub.blocks_size());
     const int bw = sub.bw(), rest = plan.p - j0 - g;
@@ -323,8 +329,15 @@ void givens_update(update_state<B, T>& st, const kernels::givens_plan& plan, T* 
 
 // The width of a Givens block: wide enough that the blocks are few (each costs a GEMM per matrix)
 // and their GEMMs efficient, narrow enough that their extra flops ((w + p)^2 / (3 w p) of the
-// rotations') stay small and a block's (w + p)^2 matrix is built in the GPU's shared memory.
-inline int givens_block_width(int p) { return p <= 128 ? 64 : 32; }
+// rotations') stay small and a block's (w + p)^2 matrix is built in the GPU's shared memory. On
+// the GPU each block's GEMM and copy per matrix cost more host time than GPU time when p is small:
+// 128 there for p <= 32 (H100: faster than 64 in every case measured, rank-1 and rank-16 updates
+// of 8000 x 3000 and deleting 20 rows of 12000 x 6000, both precisions; 192 and 256 slower at
+// rank 16 and 20 rows; docs/results/2026-11-27-band-apply-h100.md).
+template <class B>
+int givens_block_width(int p) {
+  return B::on_gpu && p <= 32 ? 128 : p <= 128 ? 64 : 32;
+}
 
 // The algorithms, one per file (qr/src/update_*.cpp); arguments checked by the caller.
 template <class B, class T> void delete_columns(update_state<B, T>&, int k, int p, int nb);
