@@ -332,8 +332,8 @@ void givens_update(update_state<B, T>& st, const kernels::givens_plan& plan, T* 
 // rotations') stay small and a block's (w + p)^2 matrix is built in the GPU's shared memory. On
 // the GPU each block's GEMM and copy per matrix cost more host time than GPU time when p is small:
 // 128 there for p <= 32 (H100: faster than 64 in every case measured, rank-1 and rank-16 updates
-// of 8000 x 3000 and deleting 20 rows of 12000 x 6000, both precisions; 192 and 256 slower at
-// rank 16 and 20 rows; docs/results/2026-11-27-band-apply-h100.md).
+// of 8000 x 3000 and deleting 20 rows of 12000 x 6000, both precisions; 192 slower at rank 16 in
+// double and at 20 rows, 256 at both; docs/results/2026-11-27-band-apply-h100.md).
 template <class B>
 int givens_block_width(int p) {
   return B::on_gpu && p <= 32 ? 128 : p <= 128 ? 64 : 32;
