@@ -37,6 +37,19 @@ struct smem {
 template <class T>
 constexpr std::size_t smem_bytes = sizeof(smem<T>);
 
+// Entry e of a slab's walk: its place (r, c) in X and its offset in C, so that consecutive threads
+// touch consecutive addresses of C on either side (side R: X(r, c) = C(c0 + c, r)).
+template <bool Right>
+__device__ __forceinline__ void slab_at(int e, int c0, int ldc, int& r, int& c, std::ptrdiff_t& at) {
+  if constexpr (Right) {
+    c = e % cw, r = e / cw;
+    at = c0 + c + static_cast<std::ptrdiff_t>(r) * ldc;
+  } else {
+    r = e % hmax, c = e / hmax;
+    at = r + static_cast<std::ptrdiff_t>(c0 + c) * ldc;
+  }
+}
+
 template <class T, bool Right>
 __global__ void __launch_bounds__(threads, 2) larfb_small_kernel(int h, int n, int k, const T* __restrict__ V, int ldv,
                                                                const T* __restrict__ Tf, int ldt, T* __restrict__ C,
@@ -45,8 +58,7 @@ __global__ void __launch_bounds__(threads, 2) larfb_small_kernel(int h, int n, i
   smem<T>& s = *reinterpret_cast<smem<T>*>(raw);
   const int tid = static_cast<int>(threadIdx.x);
 
-  // Loads: V and T by columns (consecutive threads on consecutive rows); the slab so that
-  // consecutive threads read consecutive addresses of C on either side. Fixed trip counts,
+  // Loads: V and T by columns (consecutive threads on consecutive rows), the slab by slab_at. Fixed trip counts,
   // unrolled, so that a thread's loads go out together: a loop of run-time length waited for each
   // load in turn (about 20 us a thread block on the H100, most of the kernel).
 #pragma unroll 12
@@ -64,13 +76,11 @@ __global__ void __launch_bounds__(threads, 2) larfb_small_kernel(int h, int n, i
     const int nc = min(cw, n - c0);
 #pragma unroll
     for (int j = 0; j < hmax * cw / threads; ++j) {
-      const int e = tid + j * threads;
       int r, c;
-      if constexpr (Right) c = e % cw, r = e / cw;
-      else r = e % hmax, c = e / hmax;
+      std::ptrdiff_t at;
+      slab_at<Right>(tid + j * threads, c0, ldc, r, c, at);
       T val = T(0);
-      if (r < h && c < nc)
-        val = Right ? C[c0 + c + static_cast<std::ptrdiff_t>(r) * ldc] : C[r + static_cast<std::ptrdiff_t>(c0 + c) * ldc];
+      if (r < h && c < nc) val = C[at];
       s.x[r][c] = val;
     }
     __syncthreads();
@@ -122,14 +132,10 @@ __global__ void __launch_bounds__(threads, 2) larfb_small_kernel(int h, int n, i
     __syncthreads();
 #pragma unroll
     for (int j = 0; j < hmax * cw / threads; ++j) {
-      const int e = tid + j * threads;
       int r, cc;
-      if constexpr (Right) cc = e % cw, r = e / cw;
-      else r = e % hmax, cc = e / hmax;
-      if (r < h && cc < nc) {
-        if constexpr (Right) C[c0 + cc + static_cast<std::ptrdiff_t>(r) * ldc] = s.x[r][cc];
-        else C[r + static_cast<std::ptrdiff_t>(c0 + cc) * ldc] = s.x[r][cc];
-      }
+      std::ptrdiff_t at;
+      slab_at<Right>(tid + j * threads, c0, ldc, r, cc, at);
+      if (r < h && cc < nc) C[at] = s.x[r][cc];
     }
     __syncthreads();  // the slab is stored before the next one is loaded
   }
