@@ -37,6 +37,19 @@ struct smem {
 template <class T>
 constexpr std::size_t smem_bytes = sizeof(smem<T>);
 
+// acc[j] += sum over l < count of A(l, q + lanes_c j) B(l, c): consecutive q read consecutive
+// entries of A's row, B(l, c) is one value for the sixteen threads of column c.
+template <class T, int N, int RA, int LA, int RB, int LB>
+__device__ __forceinline__ void column_products(const T (&A)[RA][LA], const T (&B)[RB][LB], int count, int q, int c,
+                                                T (&acc)[N]) {
+#pragma unroll 4
+  for (int l = 0; l < count; ++l) {
+    const T b = B[l][c];
+#pragma unroll
+    for (int j = 0; j < N; ++j) acc[j] = fma(A[l][q + lanes_c * j], b, acc[j]);
+  }
+}
+
 // Entry e of a slab's walk: its place (r, c) in X and its offset in C, so that consecutive threads
 // touch consecutive addresses of C on either side (side R: X(r, c) = C(c0 + c, r)).
 template <bool Right>
@@ -85,18 +98,12 @@ __global__ void __launch_bounds__(threads, 2) larfb_small_kernel(int h, int n, i
     }
     __syncthreads();
 
-    // W = V^T X: thread (q, c) sums rows i = q + lanes_c j of W's column c (consecutive q read
-    // consecutive entries of a row of V; X(r, c) is one value for the sixteen).
+    // W = V^T X: thread (q, c) takes rows i = q + lanes_c j of W's column c.
     const int q = tid % lanes_c, c = tid / lanes_c;
     constexpr int kw = kmax / lanes_c, hw = hmax / lanes_c;
     {
       T acc[kw] = {};
-#pragma unroll 4
-      for (int r = 0; r < h; ++r) {
-        const T xr = s.x[r][c];
-#pragma unroll
-        for (int j = 0; j < kw; ++j) acc[j] = fma(s.v[r][q + lanes_c * j], xr, acc[j]);
-      }
+      column_products(s.v, s.x, h, q, c, acc);
 #pragma unroll
       for (int j = 0; j < kw; ++j) s.w[q + lanes_c * j][c] = acc[j];
     }
@@ -104,12 +111,7 @@ __global__ void __launch_bounds__(threads, 2) larfb_small_kernel(int h, int n, i
     // W := T^T W (row i takes W's rows 0..i; T's zeros below the diagonal make the sum exact).
     {
       T acc[kw] = {};
-#pragma unroll 4
-      for (int l = 0; l < k; ++l) {
-        const T wl = s.w[l][c];
-#pragma unroll
-        for (int j = 0; j < kw; ++j) acc[j] = fma(s.t[l][q + lanes_c * j], wl, acc[j]);
-      }
+      column_products(s.t, s.w, k, q, c, acc);
       __syncthreads();
 #pragma unroll
       for (int j = 0; j < kw; ++j) s.w[q + lanes_c * j][c] = acc[j];
