@@ -340,7 +340,8 @@ struct gpu_backend {
 
  private:
   std::unique_ptr<gpu_resources> _r;
-  std::vector<void*> _retired;
+  static constexpr std::size_t max_retired = 16;
+  std::vector<void*> _retired;  // capacity max_retired + 1
 };
 #endif
 

@@ -7,7 +7,6 @@
 #include <limits>
 #include <map>
 #include <mutex>
-#include <new>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -57,11 +56,11 @@ struct gpu_resources {
   using wait_fn = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
   wait_fn wait32 = nullptr;
   gpu_resources() {
+    // Lane R at the highest priority: its panels are the updates' chain, and the other lanes'
+    // wide kernels would otherwise hold the SMs it waits for.
+    int lo = 0, hi = 0;
+    ok(cudaDeviceGetStreamPriorityRange(&lo, &hi), "cudaDeviceGetStreamPriorityRange");
     for (int i = 0; i < lanes; ++i) {
-      // Lane R at the highest priority: its panels are the updates' chain, and the other lanes'
-      // wide kernels would otherwise hold the SMs it waits for.
-      int lo = 0, hi = 0;
-      ok(cudaDeviceGetStreamPriorityRange(&lo, &hi), "cudaDeviceGetStreamPriorityRange");
       ok(cudaStreamCreateWithPriority(&s[i], cudaStreamNonBlocking, i == lane_r ? hi : lo), "cudaStreamCreate");
       ok(cublasCreate(&h[i]), "cublasCreate");
       ok(cublasSetStream(h[i], s[i]), "cublasSetStream");
@@ -97,7 +96,9 @@ struct gpu_resources {
   }
 };
 
-gpu_backend::gpu_backend() : _r(std::make_unique<gpu_resources>()) {}
+gpu_backend::gpu_backend() : _r(std::make_unique<gpu_resources>()) {
+  _retired.reserve(max_retired + 1);  // so that retiring a buffer never allocates
+}
 gpu_backend::gpu_backend(gpu_backend&& o) noexcept : _r(std::move(o._r)), _retired(std::exchange(o._retired, {})) {}
 gpu_backend::~gpu_backend() {
   _r.reset();  // waits for the lanes' streams (gpu_resources' destructor)
@@ -409,13 +410,8 @@ void gpu_backend::sync() {
 
 void* gpu_backend::replace(void* old, std::size_t bytes) {
   if (old) {
-    try {
-      _retired.push_back(old);
-    } catch (const std::bad_alloc&) {
-      sync();
-      release(old);
-    }
-    if (_retired.size() > 16) sync();
+    _retired.push_back(old);
+    if (_retired.size() > max_retired) sync();
   }
   try {
     return acquire(bytes);
