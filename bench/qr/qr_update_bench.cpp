@@ -351,6 +351,10 @@ int main(int argc, char** argv) {
   app.add_flag("--no-gpu", no_gpu, "CPUs only");
   app.add_option("--precisions", precisions, "s, d or sd");
   app.add_option("--only", only, "only these update types: any of dc,ic,ir,dr,rk");
+  std::vector<int> dc_p{100, 200, 500};
+  app.add_option("--dc-p", dc_p, "the numbers of columns the column deletions delete (the seed's: 100,200,500)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 2999));
   int scale = 1;
   app.add_option("--reps", bench_reps, "time each GPU update this many times from fresh factors, keep the best")
       ->check(CLI::Range(1, 100));
@@ -374,9 +378,9 @@ int main(int argc, char** argv) {
   // The seed's Tables 5.8-5.10: deleting p columns of 6000 x 3000 at k (R and Q^T b only, and full Q).
   if (want("dc"))
     for (qm q : {qm::none, qm::full})
-      for (int p : quick ? std::vector<int>{500} : std::vector<int>{100, 200, 500})
+      for (int p : quick ? std::vector<int>{500} : dc_p)
         for (int k : quick ? std::vector<int>{0, 2000} : std::vector<int>{0, 1000, 2000, 2500, 3000 - p})
-          if (k != 2500 || p != 500)  // 2500 is 3000 - p for p = 500
+          if (k + p <= 3000 && (k != 2500 || p != 500))  // 2500 is 3000 - p for p = 500
             cases.push_back({"dc", 6000, 3000, k, p, q, (k == 0 && p == 500) || (k == 2000 && p != 200)});
   // Adding p = 200 columns to m = 3000 at k (full Q; the seed's Tables 5.1-5.7 ranges).
   if (want("ic"))
