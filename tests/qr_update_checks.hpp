@@ -413,8 +413,9 @@ inline void larger_blocks(qr::target on) {
   check_factors(u, p, "delete 200 columns at 20");
 }
 
-// Deleting columns without Q at the default panel width: on the GPU 32 while 32 + p rows fit the
-// one-kernel panel (512 in double, 768 in single), else 128 (the last deletion in double).
+// Deleting columns without Q at the default panel widths: up to 512 columns in the form of
+// inserting rows (on the GPU its persistent kernel, 32-column panels), more in the band's form
+// (on the GPU 128-column panels).
 template <class T>
 void deletions_without_q(qr::target on) {
   problem<T> p;
@@ -423,10 +424,15 @@ void deletions_without_q(qr::target on) {
     apply(u, p, op::delete_columns, k, s);
     check_factors(u, p, "delete " + std::to_string(s) + " columns at " + std::to_string(k) + ", no Q");
   }
+  problem<T> q;
+  auto v = make<T>(q, 800, 700, 1, qr::q_mode::none, on, 0);
+  apply(v, q, op::delete_columns, 30, 600);
+  check_factors(v, q, "delete 600 columns at 30 of 800 x 700, no Q");
 }
 
-// Deleting 200 or more columns with Q: on the GPU the panels are 128 wide, and their products with
-// T on R, D and Q are GEMMs with T's zeros (the GPU backend's t_mult), not TRMMs.
+// Deleting columns with Q: 200 and 300 in the form of inserting rows; 600 in the band's form (on
+// the GPU 128-column panels, whose products with T on R, D and Q are GEMMs with T's zeros, the GPU
+// backend's t_mult, not TRMMs).
 template <class T>
 void deletions_with_wide_panels(qr::target on) {
   problem<T> p;
@@ -437,6 +443,30 @@ void deletions_with_wide_panels(qr::target on) {
   auto v = make<T>(q, 600, 450, 1, qr::q_mode::thin, on, 0);
   apply(v, q, op::delete_columns, 0, 300);
   check_factors(v, q, "delete 300 columns at 0, thin Q");
+  for (auto mode : {qr::q_mode::full, qr::q_mode::thin}) {
+    problem<T> r;
+    auto w = make<T>(r, 800, 700, 1, mode, on, 0);
+    apply(w, r, op::delete_columns, 30, 600);
+    check_factors(w, r, std::string("delete 600 columns at 30 of 800 x 700, Q ") + qr::name(mode));
+  }
+}
+
+// Deleting more than 32 columns moves R's trailing triangle up (update_delete_columns.cpp): the
+// rows it leaves must be zero, since the updates that follow read R below its columns (a rank-k
+// update rotates those rows into R); with full Q, D's and Q's set-aside parts must follow.
+template <class T>
+void wide_deletion_then(qr::target on) {
+  for (op next : {op::rank, op::insert_columns, op::delete_rows, op::delete_columns}) {
+    for (int s : {40, 150}) {  // fewer and more columns than the 110 right of the block
+      problem<T> p;
+      auto u = make<T>(p, 300, 200, 2, qr::q_mode::full, on, 0);
+      const std::string what = "delete " + std::to_string(s) + " columns at 50 of 300 x 200";
+      apply(u, p, op::delete_columns, 50, s);
+      check_factors(u, p, what);
+      apply(u, p, next, next == op::rank ? 0 : 5, 8);
+      check_factors(u, p, what + ", then " + name(next));
+    }
+  }
 }
 
 }  // namespace tessera::testing::update

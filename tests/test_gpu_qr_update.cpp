@@ -25,9 +25,13 @@ TEST_CASE("qr update, GPU: deleting columns without Q at the default panel width
   upd::deletions_without_q<double>(target::gpu);
   upd::deletions_without_q<float>(target::gpu);
 }
-TEST_CASE("qr update, GPU: deleting 200 or more columns with Q (128-column panels on the GPU)") {
+TEST_CASE("qr update, GPU: deleting 200 to 600 columns with Q (both forms)") {
   upd::deletions_with_wide_panels<double>(target::gpu);
   upd::deletions_with_wide_panels<float>(target::gpu);
+}
+TEST_CASE("qr update, GPU: deleting more than 32 columns, then the updates that read R below its columns") {
+  upd::wide_deletion_then<double>(target::gpu);
+  upd::wide_deletion_then<float>(target::gpu);
 }
 
 namespace {

@@ -25,7 +25,11 @@ TEST_CASE("qr update, CPUs: deleting columns without Q at the default panel widt
   upd::deletions_without_q<double>(target::cpu);
   upd::deletions_without_q<float>(target::cpu);
 }
-TEST_CASE("qr update, CPUs: deleting 200 or more columns with Q (128-column panels on the GPU)") {
+TEST_CASE("qr update, CPUs: deleting 200 to 600 columns with Q (both forms)") {
   upd::deletions_with_wide_panels<double>(target::cpu);
   upd::deletions_with_wide_panels<float>(target::cpu);
+}
+TEST_CASE("qr update, CPUs: deleting more than 32 columns, then the updates that read R below its columns") {
+  upd::wide_deletion_then<double>(target::cpu);
+  upd::wide_deletion_then<float>(target::cpu);
 }

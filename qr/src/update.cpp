@@ -38,6 +38,11 @@ namespace {
 
 constexpr const char* who = "tessera::qr::updatable";
 
+#if TESSERA_QR_CUDA
+static_assert(detail::rows_form_max == kernels::gpu_tpqrt_chain_max_rows,
+              "deleting columns as inserted rows is measured up to the persistent kernel's rows");
+#endif
+
 // Whether a rows x 32 panel is one kernel on the GPU, at the sizes it holds in registers unspilled
 // (kernels::gpu_geqrt_one_kernel_rows): no in-panel update, no T to assemble, and its reflectors
 // go on in one more kernel (gpu_tsmqr_fused, gpu_larfb_fused).
@@ -52,7 +57,8 @@ bool one_kernel_panel(target on, int rows, bool single) {
 }
 
 // The width of the block Householder panels: update_options::nb (given) when set, else 64.
-// Deleting p >= 200 columns on the GPU uses 128, because on the H100 it measured as fast or up to
+// Deleting columns in the band's form (detail::deletes_by_rows: more than 512, or up to 32 with Q):
+// p >= 200 columns on the GPU uses 128, because on the H100 it measured as fast or up to
 // 15% faster at every k and Q mode there while p = 100 was up to 4.5% slower with full Q
 // (docs/results/2026-11-24-qr-update-nb-h100.md). delete_p: the p of a column deletion, else 0.
 // Deleting columns on the GPU without Q uses 32 where the (32 + p) x 32 panel is one kernel, 7-24%
@@ -335,7 +341,11 @@ void updatable<T>::delete_columns(int k, int p) {
   const target on = _s->on;
   _s->run([&](auto& st) {
     constexpr bool single = std::is_same_v<typename std::decay_t<decltype(st)>::value_type, float>;
-    detail::delete_columns(st, k, p, panel_width(st.nb_given, on, p, st.mode != q_mode::none, single));
+    // Wide deletions are inserted rows in another order (update_delete_columns.cpp): their width.
+    const int nb = detail::deletes_by_rows(p, st.mode != q_mode::none)
+                       ? insert_rows_width(st.nb_given, on, p, single, st.nb)
+                       : panel_width(st.nb_given, on, p, st.mode != q_mode::none, single);
+    detail::delete_columns(st, k, p, nb);
   });
 }
 

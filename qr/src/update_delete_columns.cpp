@@ -1,8 +1,15 @@
 // Deleting p columns at k (tessera/qr/update.hpp): R's columns right of the block move left by p,
-// which leaves p subdiagonals in R(k:cols, k:cols - p); structured Householder panels of
-// (nb + p) x nb make it triangular again (the seed's Figure 7). Only R's rows k .. cols and Q's
-// columns k .. cols change, so the cost does not depend on the number of rows except through Q,
-// and Q-less and thin-Q modes are enough.
+// which leaves p subdiagonals in R(k:cols, k:cols - p). Only R's rows k .. cols and Q's columns
+// k .. cols change, so the cost does not depend on the number of rows except through Q, and
+// Q-less and thin-Q modes are enough.
+//
+// Two forms (deletes_by_rows chooses, from measurements). The band's: structured Householder
+// panels of (nb + p) x nb (the seed's Figure 7). The rows': with s = cols - k - p columns right of
+// the block, R(k:k+p, k:k+s) is dense and R(k+p:cols, k:k+s) is the old R's trailing triangle, so
+// moving the p dense rows below the triangle (and Q's columns and D's rows with them) leaves
+// [triangle; p rows], which tp_retriangularize factors as inserting rows does: the same flops as
+// the band's panels, and on the GPU one persistent kernel for all of R's panels instead of a
+// launch or more a panel.
 #include "update_state.hpp"
 
 namespace tessera::qr::detail {
@@ -10,24 +17,49 @@ namespace tessera::qr::detail {
 template <class B, class T>
 void delete_columns(update_state<B, T>& st, int k, int p, int nb) {
   auto& be = st.be;
-  const int m = st.m, right = m - k - p;
+  const int m = st.m, s = m - k - p;
   st.begin();
-  if (right > 0 && right <= 4 * p) {
-    // The columns right of the block, moved left p at a time from the left: each piece's source
-    // and destination are p columns apart, so they do not overlap.
-    for (int c = 0; c < right; c += p)
-      be.copy(lane_r, m, std::min(p, right - c), st.R(0, k + p + c), st.ldr, st.R(0, k + c), st.ldr);
-  } else if (right > 0) {
-    // Many narrow pieces would cost more than a round trip through a buffer.
-    be.ensure(st.spare_r, std::size_t(m) * right);
-    be.copy(lane_r, m, right, st.R(0, k + p), st.ldr, st.spare_r.data(), m);
-    be.copy(lane_r, m, right, st.spare_r.data(), m, st.R(0, k), st.ldr);
-  }
+  move_back(be, lane_r, false, s, m, p, st.R(0, k), st.ldr, st.spare_r);
   be.zero(lane_r, st.rrows(), p, st.R(0, m - p), st.ldr);
   st.m = m - p;  // the band: columns [k, m - p), rows [0, m)
-  band_retriangularize(st, k, m, p, nb);
-  // Rows m - p .. m of R are zero now; in thin and Q-less modes they and Q's columns, D's rows
-  // past the new cols are no longer kept (D's were residual components).
+  if (!deletes_by_rows(p, st.mode != q_mode::none) || s <= 0) {
+    band_retriangularize(st, k, m, p, nb);
+    // Rows m - p .. m of R are zero now; in thin and Q-less modes they and Q's columns, D's rows
+    // past the new cols are no longer kept (D's were residual components).
+    st.end();
+    return;
+  }
+  // The dense rows to the panels' U (see tp_retriangularize), the triangle up into their place,
+  // zeros below it.
+  const int ldp = nb + p;
+  be.ensure(st.panels, std::size_t((s + nb - 1) / nb) * ldp * nb);
+  be.copy(lane_r, p, s, st.R(k, k), st.ldr, st.panels.data() + nb, ldp);
+  move_back(be, lane_r, true, s, s, p, st.R(k, k), st.ldr, st.spare_r);
+  be.zero(lane_r, p, s, st.R(k + s, k), st.ldr);
+  // D's rows and Q's columns in the same order: the dense rows' p aside, the triangle's moved up.
+  T *d2 = nullptr, *q2 = nullptr;
+  if (st.nrhs > 0) {
+    be.ensure(st.spare_d, std::size_t(p) * st.nrhs);
+    d2 = st.spare_d.data();
+    be.copy(lane_r, p, st.nrhs, st.D(k, 0), st.ldd, d2, p);
+    move_back(be, lane_r, true, s, st.nrhs, p, st.D(k, 0), st.ldd, st.in_b);
+  }
+  const bool q = st.mode != q_mode::none;
+  if (q) {
+    be.ensure(st.spare_q, std::size_t(st.n) * p);
+    q2 = st.spare_q.data();
+    be.copy(lane_q, st.n, p, st.Q(0, k), st.ldq, q2, st.n);
+    // Q's columns are the most data here (rows x s): moved once, in pieces of p columns.
+    move_back(be, lane_q, false, s, st.n, p, st.Q(0, k), st.ldq, st.xbuf, 64);
+  }
+  tp_retriangularize(st, s, p, nb, st.R(k, k), st.ldr, d2 ? st.D(k, 0) : nullptr, st.ldd, d2, p,
+                     q ? st.Q(0, k) : nullptr, st.ldq, q2, st.n);
+  // The set-aside rows' and columns' images follow the triangle's (with full Q; in thin and Q-less
+  // modes they are residual components, no longer kept).
+  if (st.mode == q_mode::full) {
+    if (d2) be.copy(lane_d, p, st.nrhs, d2, p, st.D(k + s, 0), st.ldd);
+    be.copy(lane_q, st.n, p, q2, st.n, st.Q(0, k + s), st.ldq);
+  }
   st.end();
 }
 

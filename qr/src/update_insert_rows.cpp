@@ -56,60 +56,9 @@ void insert_rows(update_state<B, T>& st, int k, const T* u, int ldu, int p, cons
   // between the panels.
   const int npanels = (m + nb - 1) / nb, ldp = nb + p;
   be.ensure(st.panels, std::size_t(npanels) * ldp * nb);
-  be.ensure(st.tmats, std::size_t(npanels) * nb * nb);
-  be.ensure(st.pwork, be.template panel_work_size<T>(ldp, nb));
-  be.ensure(st.work_r, std::size_t(nb) * std::max(m, 1));
-  if (st.nrhs > 0) be.ensure(st.work_d, std::size_t(nb) * st.nrhs);
-  if (qc > 0) be.ensure(st.work_q, std::size_t(nb) * n2);
-  T* Z = st.panels.data();
-  T* U = Z + nb;
-  be.upload(lane_r, p, m, u, ldu, U, ldp);
-  // Panel t's block of Q and its p extra columns take the panel's reflectors (lane Q).
-  auto q_take = [&](int t) {
-    const int j0 = t * nb, jb = std::min(nb, m - j0);
-    const T* P = Z + std::size_t(j0) * ldp + (nb - jb);
-    apply_right(be, lane_q, n2, jb, p, P, ldp, st.tmats.data() + std::size_t(t) * nb * nb, nb, st.Q(0, j0),
-                st.ldq, st.Q(0, qc), st.ldq, st.work_q.data(), true);
-  };
-  // Every panel, R's blocks where they lie and D with them, in one call where the backend has one
-  // (the GPU's persistent kernel); Q's columns take each panel's reflectors as soon as it is out.
-  if (nb == 32 && be.tp_chain(lane_r, m, p, st.nrhs, st.R(0, 0), st.ldr, U, ldp, st.nrhs > 0 ? st.D(0, 0) : nullptr,
-                              st.ldd, dnew, lddnew, st.tmats.data())) {
-    for (int t = 0; t < npanels && qc > 0; ++t) {
-      be.tp_chain_wait(lane_q, t);
-      q_take(t);
-    }
-    st.end();
-    return;
-  }
-  for (int t = 0; t < npanels; ++t) {
-    const int j0 = t * nb, jb = std::min(nb, m - j0);
-    be.copy(lane_r, jb, jb, st.R(j0, j0), st.ldr, Z + std::size_t(j0) * ldp + (nb - jb), ldp);
-  }
-  for (int t = 0; t < npanels; ++t) {
-    const int j0 = t * nb, jb = std::min(nb, m - j0);
-    T* P = Z + std::size_t(j0) * ldp + (nb - jb);
-    T* Tm = st.tmats.data() + std::size_t(t) * nb * nb;
-    be.panel_qr(lane_r, jb + p, jb, P, ldp, Tm, nb, st.pwork.data(), st.pwork.size());
-    // Lane D reads only the panel (its R home, its reflectors), which no later step touches.
-    be.dep(lane_r, lane_d);
-    // V's top block is the identity, exactly: R's block is triangular, so each reflector is zero
-    // in the R rows below its own (the seed's [I; 0; v]).
-    apply_left_tp(be, lane_r, jb, p, m - j0 - jb, P, ldp, Tm, nb, st.R(j0, j0 + jb), st.ldr,
-                  U + std::size_t(j0 + jb) * ldp, ldp, st.work_r.data());
-    // R's block goes home from lane D, off the panels' path.
-    be.triu_copy(lane_d, jb, 0, P, ldp, st.R(j0, j0), st.ldr);
-    if (st.nrhs > 0)
-      apply_left_tp(be, lane_d, jb, p, st.nrhs, P, ldp, Tm, nb, st.D(j0, 0), st.ldd, dnew, lddnew,
-                    st.work_d.data());
-    // Lane Q's large products wait for R's trailing update, on the panels' path, and overlap the
-    // next panel instead (H100, double, 500 rows to 11000 x 3000 with full Q: 0.0239-0.0241 s when
-    // they started with the update, 0.0214-0.0221 s after it).
-    if (qc > 0) {
-      be.dep(lane_r, lane_q);
-      q_take(t);
-    }
-  }
+  be.upload(lane_r, p, m, u, ldu, st.panels.data() + nb, ldp);
+  tp_retriangularize(st, m, p, nb, st.R(0, 0), st.ldr, st.nrhs > 0 ? st.D(0, 0) : nullptr, st.ldd, dnew, lddnew,
+                     qc > 0 ? st.Q(0, 0) : nullptr, st.ldq, qc > 0 ? st.Q(0, qc) : nullptr, st.ldq);
   // Thin Q: the p extra columns were only needed during the update; Q' keeps cols columns.
   st.end();
 }

@@ -69,6 +69,37 @@ struct update_state {
   }
 };
 
+// Moves a block toward its buffer's start by `shift` rows (rows: len rows of `extent` columns) or
+// columns (len columns of `extent` rows): its source is dst + shift rows or columns. In pieces of
+// at most `shift` from the start, so that no piece's source and destination overlap, or through
+// tmp where that would take more than `pieces` of them (each piece is a call; the round trip
+// moves the block twice).
+template <class B, class T>
+void move_back(B& be, int lane, bool rows, int len, int extent, int shift, T* dst, int ld,
+               typename B::template buffer<T>& tmp, int pieces = 4) {
+  if (len <= 0 || extent <= 0) return;
+  const std::size_t step = rows ? 1 : std::size_t(ld);  // one row or one column
+  const T* src = dst + step * shift;
+  if (static_cast<long long>(len) <= static_cast<long long>(pieces) * shift) {
+    for (int c = 0; c < len; c += shift) {
+      const int w = std::min(shift, len - c);
+      const std::size_t o = step * c;
+      if (rows) be.copy(lane, w, extent, src + o, ld, dst + o, ld);
+      else be.copy(lane, extent, w, src + o, ld, dst + o, ld);
+    }
+    return;
+  }
+  // Many narrow pieces would cost more than a round trip through a buffer.
+  be.ensure(tmp, std::size_t(len) * extent);
+  if (rows) {
+    be.copy(lane, len, extent, src, ld, tmp.data(), len);
+    be.copy(lane, len, extent, tmp.data(), len, dst, ld);
+  } else {
+    be.copy(lane, extent, len, src, ld, tmp.data(), extent);
+    be.copy(lane, extent, len, tmp.data(), extent, dst, ld);
+  }
+}
+
 // The columns (side 'L') or rows (side 'R') of C that the applies below take per piece on the
 // CPUs (B::split); each piece needs its own slice of the workspace, which the pieces' sizes sum to.
 inline constexpr int apply_grain = 64;
@@ -240,6 +271,71 @@ void householder_compress(update_state<B, T>& st, int rows, int c, T* X, int ldx
   }
 }
 
+// [Rs; U] := its R factor by Householder panels of nb columns whose vectors are [I; 0; v] (the
+// seed's structure, LAPACK TPQRT with l = 0): Rs (m x m, ldr) upper triangular, U (p x m) the
+// dense rows below it, each panel touching nb rows of Rs and the p rows of U only. The same
+// reflectors go to [D1; D2] (m and p rows of nrhs columns) and, from the right, to [Q1 Q2] (st.n
+// rows, m and p columns; Q1 null: no Q). Z is st.panels, (nb + p) x (npanels nb), filled by the
+// caller: U in rows nb .. nb + p (ld nb + p), where each panel's reflectors are left. Inserting
+// rows uses it as it stands; deleting columns after moving the rows and columns into this form.
+template <class B, class T>
+void tp_retriangularize(update_state<B, T>& st, int m, int p, int nb, T* Rs, int ldr, T* D1, int ldd1, T* D2,
+                        int ldd2, T* Q1, int ldq1, T* Q2, int ldq2) {
+  auto& be = st.be;
+  const int n = st.n, npanels = (m + nb - 1) / nb, ldp = nb + p;
+  T* Z = st.panels.data();
+  T* U = Z + nb;
+  be.ensure(st.tmats, std::size_t(npanels) * nb * nb);
+  be.ensure(st.pwork, be.template panel_work_size<T>(ldp, nb));
+  be.ensure(st.work_r, std::size_t(nb) * std::max(m, 1));
+  if (st.nrhs > 0) be.ensure(st.work_d, std::size_t(nb) * st.nrhs);
+  if (Q1) be.ensure(st.work_q, std::size_t(nb) * n);
+  // Panel t's block of Q1 and Q2 take the panel's reflectors (lane Q).
+  auto q_take = [&](int t) {
+    const int j0 = t * nb, jb = std::min(nb, m - j0);
+    const T* P = Z + std::size_t(j0) * ldp + (nb - jb);
+    apply_right(be, lane_q, n, jb, p, P, ldp, st.tmats.data() + std::size_t(t) * nb * nb, nb,
+                Q1 + std::size_t(j0) * ldq1, ldq1, Q2, ldq2, st.work_q.data(), true);
+  };
+  // Every panel, Rs's blocks where they lie and D with them, in one call where the backend has one
+  // (the GPU's persistent kernel); Q's columns take each panel's reflectors as soon as it is out.
+  if (nb == 32 && be.tp_chain(lane_r, m, p, st.nrhs, Rs, ldr, U, ldp, D1, ldd1, D2, ldd2, st.tmats.data())) {
+    for (int t = 0; t < npanels && Q1; ++t) {
+      be.tp_chain_wait(lane_q, t);
+      q_take(t);
+    }
+    if (st.nrhs > 0) be.dep(lane_r, lane_d);  // the callers' later work on D goes on lane D
+    return;
+  }
+  for (int t = 0; t < npanels; ++t) {
+    const int j0 = t * nb, jb = std::min(nb, m - j0);
+    be.copy(lane_r, jb, jb, Rs + j0 + std::size_t(j0) * ldr, ldr, Z + std::size_t(j0) * ldp + (nb - jb), ldp);
+  }
+  for (int t = 0; t < npanels; ++t) {
+    const int j0 = t * nb, jb = std::min(nb, m - j0);
+    T* P = Z + std::size_t(j0) * ldp + (nb - jb);
+    T* Tm = st.tmats.data() + std::size_t(t) * nb * nb;
+    be.panel_qr(lane_r, jb + p, jb, P, ldp, Tm, nb, st.pwork.data(), st.pwork.size());
+    // Lane D reads only the panel (its R home, its reflectors), which no later step touches.
+    be.dep(lane_r, lane_d);
+    // V's top block is the identity, exactly: Rs's block is triangular, so each reflector is zero
+    // in the Rs rows below its own (the seed's [I; 0; v]).
+    apply_left_tp(be, lane_r, jb, p, m - j0 - jb, P, ldp, Tm, nb, Rs + j0 + std::size_t(j0 + jb) * ldr, ldr,
+                  U + std::size_t(j0 + jb) * ldp, ldp, st.work_r.data());
+    // Rs's block goes home from lane D, off the panels' path.
+    be.triu_copy(lane_d, jb, 0, P, ldp, Rs + j0 + std::size_t(j0) * ldr, ldr);
+    if (st.nrhs > 0)
+      apply_left_tp(be, lane_d, jb, p, st.nrhs, P, ldp, Tm, nb, D1 + j0, ldd1, D2, ldd2, st.work_d.data());
+    // Lane Q's large products wait for R's trailing update, on the panels' path, and overlap the
+    // next panel instead (H100, double, 500 rows to 11000 x 3000 with full Q: 0.0239-0.0241 s when
+    // they started with the update, 0.0214-0.0221 s after it).
+    if (Q1) {
+      be.dep(lane_r, lane_q);
+      q_take(t);
+    }
+  }
+}
+
 // Where the rotations of a strip go: rows [off, off + L) of R (columns from col_lo(row) to
 // col_end) and of D, columns [off, off + L) of Q.
 struct givens_targets {
@@ -338,6 +434,15 @@ template <class B>
 int givens_block_width(int p) {
   return B::on_gpu && p <= 32 ? 128 : p <= 128 ? 64 : 32;
 }
+
+// Which form deletes p columns (update_delete_columns.cpp): inserted rows in another order from
+// 1 column without Q and from 33 with Q, up to rows_form_max; else the band's panels. On the H100
+// (6000 x 3000, double and single, k = 0 .. 2500) the rows form was 1.1-2.1x faster in those
+// ranges, and slower with Q up to 32 columns (the band's panels are then one kernel each on R, D
+// and Q: 1.1-1.7x at k >= 2000) and beyond 512 (1.1-1.2x in double)
+// (docs/results/2026-11-27-delete-columns-as-rows-h100.md).
+inline constexpr int rows_form_max = 512;  // kernels::gpu_tpqrt_chain_max_rows: its persistent kernel
+inline bool deletes_by_rows(int p, bool q_kept) { return p <= rows_form_max && (!q_kept || p > 32); }
 
 // The algorithms, one per file (qr/src/update_*.cpp); arguments checked by the caller.
 template <class B, class T> void delete_columns(update_state<B, T>&, int k, int p, int nb);
