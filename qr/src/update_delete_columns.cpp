@@ -31,9 +31,8 @@ void delete_columns(update_state<B, T>& st, int k, int p, int nb) {
   }
   // The dense rows to the panels' U (see tp_retriangularize), the triangle up into their place,
   // zeros below it.
-  const int ldp = nb + p;
-  be.ensure(st.panels, std::size_t((s + nb - 1) / nb) * ldp * nb);
-  be.copy(lane_r, p, s, st.R(k, k), st.ldr, st.panels.data() + nb, ldp);
+  tp_workspace(st, s, p, nb);
+  be.copy(lane_r, p, s, st.R(k, k), st.ldr, st.panels.data() + nb, nb + p);
   move_back(be, lane_r, true, s, s, p, st.R(k, k), st.ldr, st.spare_r);
   be.zero(lane_r, p, s, st.R(k + s, k), st.ldr);
   // D's rows and Q's columns in the same order: the dense rows' p aside, the triangle's moved up.
@@ -57,7 +56,10 @@ void delete_columns(update_state<B, T>& st, int k, int p, int nb) {
   // The set-aside rows' and columns' images follow the triangle's (with full Q; in thin and Q-less
   // modes they are residual components, no longer kept).
   if (st.mode == q_mode::full) {
-    if (d2) be.copy(lane_d, p, st.nrhs, d2, p, st.D(k + s, 0), st.ldd);
+    if (d2) {
+      be.dep(lane_r, lane_d);  // D is done on lane R or lane D
+      be.copy(lane_d, p, st.nrhs, d2, p, st.D(k + s, 0), st.ldd);
+    }
     be.copy(lane_q, st.n, p, q2, st.n, st.Q(0, k + s), st.ldq);
   }
   st.end();

@@ -54,9 +54,8 @@ void insert_rows(update_state<B, T>& st, int k, const T* u, int ldu, int p, cons
   // and U's columns of block t in rows nb .. nb + p. U is then one matrix (ld nb + p) that each
   // panel's reflectors update in place and the next panel is factored where it lies: no copies
   // between the panels.
-  const int npanels = (m + nb - 1) / nb, ldp = nb + p;
-  be.ensure(st.panels, std::size_t(npanels) * ldp * nb);
-  be.upload(lane_r, p, m, u, ldu, st.panels.data() + nb, ldp);
+  tp_workspace(st, m, p, nb);
+  be.upload(lane_r, p, m, u, ldu, st.panels.data() + nb, nb + p);
   tp_retriangularize(st, m, p, nb, st.R(0, 0), st.ldr, st.nrhs > 0 ? st.D(0, 0) : nullptr, st.ldd, dnew, lddnew,
                      qc > 0 ? st.Q(0, 0) : nullptr, st.ldq, qc > 0 ? st.Q(0, qc) : nullptr, st.ldq);
   // Thin Q: the p extra columns were only needed during the update; Q' keeps cols columns.

@@ -276,20 +276,30 @@ void householder_compress(update_state<B, T>& st, int rows, int c, T* X, int ldx
 // dense rows below it, each panel touching nb rows of Rs and the p rows of U only. The same
 // reflectors go to [D1; D2] (m and p rows of nrhs columns) and, from the right, to [Q1 Q2] (st.n
 // rows, m and p columns; Q1 null: no Q). Z is st.panels, (nb + p) x (npanels nb), filled by the
-// caller: U in rows nb .. nb + p (ld nb + p), where each panel's reflectors are left. Inserting
-// rows uses it as it stands; deleting columns after moving the rows and columns into this form.
+// caller: U in rows nb .. nb + p (ld nb + p), where each panel's reflectors are left. D is done
+// on lane R (the GPU's kernel) or lane D. Inserting rows uses it as it stands; deleting columns
+// after moving the rows and columns into this form.
+//
+// tp_workspace allocates what it needs (Z too), which the callers do before they enqueue work.
+template <class B, class T>
+void tp_workspace(update_state<B, T>& st, int m, int p, int nb) {
+  auto& be = st.be;
+  const int npanels = (m + nb - 1) / nb, ldp = nb + p;
+  be.ensure(st.panels, std::size_t(npanels) * ldp * nb);
+  be.ensure(st.tmats, std::size_t(npanels) * nb * nb);
+  be.ensure(st.pwork, be.template panel_work_size<T>(ldp, nb));
+  be.ensure(st.work_r, std::size_t(nb) * std::max(m, 1));
+  if (st.nrhs > 0) be.ensure(st.work_d, std::size_t(nb) * st.nrhs);
+  if (st.qcols() > 0) be.ensure(st.work_q, std::size_t(nb) * st.n);
+}
 template <class B, class T>
 void tp_retriangularize(update_state<B, T>& st, int m, int p, int nb, T* Rs, int ldr, T* D1, int ldd1, T* D2,
                         int ldd2, T* Q1, int ldq1, T* Q2, int ldq2) {
   auto& be = st.be;
   const int n = st.n, npanels = (m + nb - 1) / nb, ldp = nb + p;
+  tp_workspace(st, m, p, nb);
   T* Z = st.panels.data();
   T* U = Z + nb;
-  be.ensure(st.tmats, std::size_t(npanels) * nb * nb);
-  be.ensure(st.pwork, be.template panel_work_size<T>(ldp, nb));
-  be.ensure(st.work_r, std::size_t(nb) * std::max(m, 1));
-  if (st.nrhs > 0) be.ensure(st.work_d, std::size_t(nb) * st.nrhs);
-  if (Q1) be.ensure(st.work_q, std::size_t(nb) * n);
   // Panel t's block of Q1 and Q2 take the panel's reflectors (lane Q).
   auto q_take = [&](int t) {
     const int j0 = t * nb, jb = std::min(nb, m - j0);
@@ -304,7 +314,6 @@ void tp_retriangularize(update_state<B, T>& st, int m, int p, int nb, T* Rs, int
       be.tp_chain_wait(lane_q, t);
       q_take(t);
     }
-    if (st.nrhs > 0) be.dep(lane_r, lane_d);  // the callers' later work on D goes on lane D
     return;
   }
   for (int t = 0; t < npanels; ++t) {
