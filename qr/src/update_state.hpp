@@ -31,6 +31,10 @@ struct update_state {
   // Where Q(0, 0), R(0, 0), D(0, 0) lie in their buffers: deleting rows drops leading rows and
   // columns by moving these instead of copying the matrices.
   std::size_t q0 = 0, r0 = 0, d0 = 0;
+  // This update's householder_compress calls and Givens groups so far: the first of each reuses
+  // buffers that lanes Q and D last read in an earlier update (end() waited for them), the later
+  // ones buffers that they may still be reading.
+  int compressions = 0, givens_groups = 0;
   // Workspace kept between updates, so that a sequence of updates allocates only when it grows.
   buf spare_q, spare_r, spare_d, work_r, work_q, work_d, panels, tmats, pwork, xbuf, cs, S, in_u,
       in_v, in_b, cpanels, ctmats;
@@ -62,6 +66,7 @@ struct update_state {
   void begin() {
     be.dep(lane_r, lane_q);
     be.dep(lane_r, lane_d);
+    compressions = givens_groups = 0;
   }
   void end() {
     be.dep(lane_q, lane_r);
@@ -233,7 +238,8 @@ void band_retriangularize(update_state<B, T>& st, int j_first, int L, int band, 
 // of R that these Q columns belong to must be zero (they are: rows >= cols), so R is untouched.
 // Each panel's V is split off X into a buffer of its own (cpanels, with T in ctmats), which lanes
 // Q and D read: lane R goes on with X without waiting for them (on the H100 it had waited for Q's
-// update of its n - m last columns). Called once an update, before givens_update.
+// update of its n - m last columns). The callers make one call an update; a second one would wait
+// for lanes Q and D first.
 template <class B, class T>
 void householder_compress(update_state<B, T>& st, int rows, int c, T* X, int ldx, int q_col0,
                           int d_row0) {
@@ -241,7 +247,12 @@ void householder_compress(update_state<B, T>& st, int rows, int c, T* X, int ldx
   const int nb = st.nb, kmax = std::min(rows, c);
   if (kmax <= 0) return;
   const int npanels = (kmax + nb - 1) / nb;
-  // The buffers below were last read by lanes Q and D in an earlier update (end() waits for them).
+  // The buffers below were last read by lanes Q and D in an earlier update (end() waited for
+  // them), or by this update's earlier compression, which they must finish first.
+  if (st.compressions++ > 0) {
+    be.dep(lane_q, lane_r);
+    be.dep(lane_d, lane_r);
+  }
   be.ensure(st.cpanels, std::size_t(npanels) * nb * rows);
   be.ensure(st.ctmats, std::size_t(npanels) * nb * nb);
   be.ensure(st.pwork, be.template panel_work_size<T>(rows, nb));
@@ -382,8 +393,8 @@ void givens_update(update_state<B, T>& st, const kernels::givens_plan& plan, T* 
     const kernels::givens_plan sub = givens_group(plan, j0, g);
     if (sub.L <= 1 || sub.umax_all() <= 0) continue;
     // Each group's rotations and blocks are new buffers' worth: lanes Q and D may still read the
-    // last group's (the first group's were last read in an earlier update, which end() waited for).
-    if (grp > 0) {
+    // last group's (this update's first group's were last read in an earlier update).
+    if (st.givens_groups++ > 0) {
       be.dep(lane_q, lane_r);
       be.dep(lane_d, lane_r);
     }
