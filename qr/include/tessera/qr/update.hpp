@@ -40,8 +40,9 @@ const char* name(q_mode q) noexcept;
 struct update_options {
   target on = target::cpu;   // cpu or gpu (automatic: gpu when a CUDA device is present)
   q_mode q = q_mode::full;
-  int nb = 0;                // panel width of the block Householder updates; 0: 64 (128 for
-                             // deleting 200 or more columns on the GPU)
+  int nb = 0;                // panel width of the block Householder updates; 0: each update's
+                             // measured default (64 on the CPUs; on the GPU 32 where adding rows
+                             // and deleting up to 512 columns run as one persistent kernel)
 };
 
 template <class T>
