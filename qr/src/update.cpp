@@ -341,11 +341,11 @@ void updatable<T>::delete_columns(int k, int p) {
   const target on = _s->on;
   _s->run([&](auto& st) {
     constexpr bool single = std::is_same_v<typename std::decay_t<decltype(st)>::value_type, float>;
-    // Wide deletions are inserted rows in another order (update_delete_columns.cpp): their width.
-    const int nb = detail::deletes_by_rows(p, st.mode != q_mode::none)
-                       ? insert_rows_width(st.nb_given, on, p, single, st.nb)
-                       : panel_width(st.nb_given, on, p, st.mode != q_mode::none, single);
-    detail::delete_columns(st, k, p, nb);
+    // The form (update_delete_columns.cpp) and its panel width: inserted rows take adding rows'.
+    const bool as_rows = detail::deletes_by_rows(p, st.mode != q_mode::none);
+    const int nb = as_rows ? insert_rows_width(st.nb_given, on, p, single, st.nb)
+                           : panel_width(st.nb_given, on, p, st.mode != q_mode::none, single);
+    detail::delete_columns(st, k, p, nb, as_rows);
   });
 }
 

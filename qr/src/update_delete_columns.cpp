@@ -3,8 +3,9 @@
 // k .. cols change, so the cost does not depend on the number of rows except through Q, and
 // Q-less and thin-Q modes are enough.
 //
-// Two forms (deletes_by_rows chooses, from measurements). The band's: structured Householder
-// panels of (nb + p) x nb (the seed's Figure 7). The rows': with s = cols - k - p columns right of
+// Two forms, as_rows chosen by the caller (deletes_by_rows, from measurements). The band's:
+// structured Householder panels of (nb + p) x nb (the seed's Figure 7). The rows': with
+// s = cols - k - p columns right of
 // the block, R(k:k+p, k:k+s) is dense and R(k+p:cols, k:k+s) is the old R's trailing triangle, so
 // moving the p dense rows below the triangle (and Q's columns and D's rows with them) leaves
 // [triangle; p rows], which tp_retriangularize factors as inserting rows does: the same flops as
@@ -15,14 +16,14 @@
 namespace tessera::qr::detail {
 
 template <class B, class T>
-void delete_columns(update_state<B, T>& st, int k, int p, int nb) {
+void delete_columns(update_state<B, T>& st, int k, int p, int nb, bool as_rows) {
   auto& be = st.be;
   const int m = st.m, s = m - k - p;
   st.begin();
   move_back(be, lane_r, false, s, m, p, st.R(0, k), st.ldr, st.spare_r);
   be.zero(lane_r, st.rrows(), p, st.R(0, m - p), st.ldr);
   st.m = m - p;  // the band: columns [k, m - p), rows [0, m)
-  if (!deletes_by_rows(p, st.mode != q_mode::none) || s <= 0) {
+  if (!as_rows || s <= 0) {
     band_retriangularize(st, k, m, p, nb);
     // Rows m - p .. m of R are zero now; in thin and Q-less modes they and Q's columns, D's rows
     // past the new cols are no longer kept (D's were residual components).
@@ -65,7 +66,7 @@ void delete_columns(update_state<B, T>& st, int k, int p, int nb) {
   st.end();
 }
 
-#define TESSERA_INST(B, T) template void delete_columns<B, T>(update_state<B, T>&, int, int, int);
+#define TESSERA_INST(B, T) template void delete_columns<B, T>(update_state<B, T>&, int, int, int, bool);
 TESSERA_UPDATE_INSTANTIATE(TESSERA_INST)
 
 }  // namespace tessera::qr::detail

@@ -291,7 +291,7 @@ void householder_compress(update_state<B, T>& st, int rows, int c, T* X, int ldx
 // on lane R (the GPU's kernel) or lane D. Inserting rows uses it as it stands; deleting columns
 // after moving the rows and columns into this form.
 //
-// tp_workspace allocates what it needs (Z too), which the callers do before they enqueue work.
+// The caller first allocates its buffers (Z too) with tp_workspace, before it enqueues work.
 template <class B, class T>
 void tp_workspace(update_state<B, T>& st, int m, int p, int nb) {
   auto& be = st.be;
@@ -308,7 +308,6 @@ void tp_retriangularize(update_state<B, T>& st, int m, int p, int nb, T* Rs, int
                         int ldd2, T* Q1, int ldq1, T* Q2, int ldq2) {
   auto& be = st.be;
   const int n = st.n, npanels = (m + nb - 1) / nb, ldp = nb + p;
-  tp_workspace(st, m, p, nb);
   T* Z = st.panels.data();
   T* U = Z + nb;
   // Panel t's block of Q1 and Q2 take the panel's reflectors (lane Q).
@@ -465,7 +464,7 @@ inline constexpr int rows_form_max = 512;  // kernels::gpu_tpqrt_chain_max_rows:
 inline bool deletes_by_rows(int p, bool q_kept) { return p <= rows_form_max && (!q_kept || p > 32); }
 
 // The algorithms, one per file (qr/src/update_*.cpp); arguments checked by the caller.
-template <class B, class T> void delete_columns(update_state<B, T>&, int k, int p, int nb);
+template <class B, class T> void delete_columns(update_state<B, T>&, int k, int p, int nb, bool as_rows);
 template <class B, class T> void insert_columns(update_state<B, T>&, int k, const T* u, int ldu, int p);
 template <class B, class T> void insert_rows(update_state<B, T>&, int k, const T* u, int ldu, int p,
                                              const T* bu, int ldbu, int nb);
