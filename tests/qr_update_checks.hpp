@@ -430,6 +430,19 @@ void deletions_without_q(qr::target on) {
   check_factors(v, q, "delete 600 columns at 30 of 800 x 700, no Q");
 }
 
+// Adding rows without Q at the default panel width: on the GPU the persistent kernel with U's rows
+// in blocks of 64 (detail::tp_chain_rows), pipelined: one block, one and a bit, several, the most
+// one call takes; the right-hand sides with them.
+template <class T>
+void insertions_without_q(qr::target on) {
+  problem<T> p;
+  auto u = make<T>(p, 500, 400, 2, qr::q_mode::none, on, 0);
+  for (const auto& [k, s] : {std::pair{0, 64}, std::pair{250, 65}, std::pair{100, 300}, std::pair{900, 512}}) {
+    apply(u, p, op::insert_rows, k, s);
+    check_factors(u, p, "insert " + std::to_string(s) + " rows at " + std::to_string(k) + ", no Q");
+  }
+}
+
 // Deleting columns with Q: 200 and 300 in the form of inserting rows; 600 in the band's form (on
 // the GPU 128-column panels, whose products with T on R, D and Q are GEMMs with T's zeros, the GPU
 // backend's t_mult, not TRMMs).

@@ -25,6 +25,10 @@ TEST_CASE("qr update, GPU: deleting columns without Q at the default panel width
   upd::deletions_without_q<double>(target::gpu);
   upd::deletions_without_q<float>(target::gpu);
 }
+TEST_CASE("qr update, GPU: adding rows without Q at the default panel width") {
+  upd::insertions_without_q<double>(target::gpu);
+  upd::insertions_without_q<float>(target::gpu);
+}
 TEST_CASE("qr update, GPU: deleting 200 to 600 columns with Q (both forms)") {
   upd::deletions_with_wide_panels<double>(target::gpu);
   upd::deletions_with_wide_panels<float>(target::gpu);

@@ -297,21 +297,25 @@ TEST_CASE_TEMPLATE("gpu_larfb_small equals LAPACK GEMQRT from both sides (h <= 9
 
 // The persistent [R; U] QR of the added rows (kernels::gpu_tpqrt_chain) against LAPACK TPQRT with
 // nb = 32 (the same panels, so the same R, V and T up to rounding) and TPMQRT on the right-hand
-// sides; max_grid forces several slabs a thread block (the waits on later panels), and the flags
+// sides; with several chains against TPQRT and TPMQRT on U's row blocks in turn. max_grid forces
+// several slabs a thread block (the waits on later panels and on the block above), and the flags
 // are cleared (epoch 0) or taken as they are (epoch > 0). R's strict lower part and every padding
 // must come back untouched.
 TEST_CASE_TEMPLATE("gpu_tpqrt_chain equals LAPACK TPQRT (nb 32) and TPMQRT", T, float, double) {
-  struct shape { int m, p, nrhs, max_grid; };
+  struct shape { int m, p, nrhs, max_grid, chains; };
   double worst = 0;
   int shape_no = 0;
-  for (const shape s : {shape{1, 1, 0, 0}, shape{5, 3, 1, 0}, shape{32, 40, 2, 0}, shape{70, 128, 3, 0},
-                        shape{70, 129, 0, 0}, shape{97, 17, 5, 2}, shape{200, 500, 33, 3},
-                        shape{100, 512, 1, 1}, shape{257, 64, 64, 0}, shape{90, 256, 2, 0},
-                        shape{65, 257, 1, 2}}) {
+  for (const shape s : {shape{1, 1, 0, 0, 1}, shape{5, 3, 1, 0, 1}, shape{32, 40, 2, 0, 1}, shape{70, 128, 3, 0, 1},
+                        shape{70, 129, 0, 0, 1}, shape{97, 17, 5, 2, 1}, shape{200, 500, 33, 3, 1},
+                        shape{100, 512, 1, 1, 1}, shape{257, 64, 64, 0, 1}, shape{90, 256, 2, 0, 1},
+                        shape{65, 257, 1, 2, 1}, shape{200, 500, 33, 0, 4}, shape{130, 300, 3, 5, 2},
+                        shape{97, 5, 2, 0, 4}, shape{64, 3, 1, 1, 8}, shape{161, 1000, 40, 0, 2},
+                        shape{33, 257, 0, 3, 3}}) {
     CAPTURE(s.m);
     CAPTURE(s.p);
     CAPTURE(s.nrhs);
     CAPTURE(s.max_grid);
+    CAPTURE(s.chains);
     mat<T> R(s.m, s.m, 3), U(s.p, s.m, 2), C1(s.m, std::max(s.nrhs, 1), 1), C2(s.p, std::max(s.nrhs, 1), 4);
     R.randomize();
     for (int j = 0; j < s.m; ++j) {  // well conditioned, so that R's entries compare normwise
@@ -321,28 +325,37 @@ TEST_CASE_TEMPLATE("gpu_tpqrt_chain equals LAPACK TPQRT (nb 32) and TPMQRT", T, 
     U.randomize();
     C1.randomize();
     C2.randomize();
-    mat<T> Rr = R, Ur = U, C1r = C1, C2r = C2, Tr(32, s.m);
+    // The row blocks as the kernel forms them: ceil(p / chains) rows each, the last the rest.
+    const int rows = (s.p + std::min(s.chains, s.p) - 1) / std::min(s.chains, s.p),
+              chains = (s.p + rows - 1) / rows, npanels = (s.m + 31) / 32;
+    mat<T> Rr = R, Ur = U, C1r = C1, C2r = C2, Tr(32, 32 * npanels * chains);
     for (auto& x : Tr.a) x = T(0);
-    REQUIRE(tpqrt(s.p, s.m, std::min(32, s.m), Rr.data(), Rr.ld, Ur.data(), Ur.ld, Tr.data(), Tr.ld) == 0);
-    if (s.nrhs > 0)
-      REQUIRE(tpmqrt(s.p, s.nrhs, s.m, std::min(32, s.m), Ur.data(), Ur.ld, Tr.data(), Tr.ld, C1r.data(), C1r.ld,
-                     C2r.data(), C2r.ld) == 0);
-    mat<T> Tg(32, s.m);
+    for (int c = 0; c < chains; ++c) {
+      const int r0 = c * rows, pc = std::min(rows, s.p - r0);
+      T* Tc = Tr.data() + std::size_t(32) * 32 * npanels * c;
+      REQUIRE(tpqrt(pc, s.m, std::min(32, s.m), Rr.data(), Rr.ld, Ur.data() + r0, Ur.ld, Tc, Tr.ld) == 0);
+      if (s.nrhs > 0)
+        REQUIRE(tpmqrt(pc, s.nrhs, s.m, std::min(32, s.m), Ur.data() + r0, Ur.ld, Tc, Tr.ld, C1r.data(), C1r.ld,
+                       C2r.data() + r0, C2r.ld) == 0);
+    }
+    mat<T> Tg(32, 32 * npanels * chains);
     for (auto& x : Tg.a) x = T(0);
     blas b;
     dev<T> dR(R), dU(U), dC1(C1), dC2(C2), dT(Tg);
     // The flags: every other shape with epoch 0 over stale "done" flags (the kernel must clear
-    // them), the others with epoch 7 over flags below it (it must not); after, each flag is the epoch.
-    const int nflags = int(gpu_tpqrt_chain_workspace(s.m) / sizeof(int)), epoch = ++shape_no % 2 ? 0 : 7;
+    // them), the others with epoch 7 over flags below it (it must not); after, each flag is the
+    // epoch. The progress counters behind them start stale too (the kernel clears them).
+    const std::size_t lwork = gpu_tpqrt_chain_workspace(s.m, s.nrhs, s.chains);
+    const int nflags = int(lwork / sizeof(int)), epoch = ++shape_no % 2 ? 0 : 7;
     dev<int> work{static_cast<std::size_t>(nflags)};
     std::vector<int> flags(std::size_t(nflags), epoch == 0 ? 1 : 6);
     cuda_ok(cudaMemcpy(work.p, flags.data(), sizeof(int) * flags.size(), cudaMemcpyHostToDevice));
     cuda_ok(cudaDeviceSynchronize());  // as dev::put: the kernel's stream is non-blocking
     REQUIRE(gpu_tpqrt_chain<T>(s.m, s.p, s.nrhs, dR.p, R.ld, dU.p, U.ld, dC1.p, C1.ld, dC2.p, C2.ld, dT.p, work.p,
-                               gpu_tpqrt_chain_workspace(s.m), b.s, s.max_grid, epoch));
+                               lwork, b.s, s.max_grid, epoch, s.chains));
     b.sync();
     cuda_ok(cudaMemcpy(flags.data(), work.p, sizeof(int) * flags.size(), cudaMemcpyDeviceToHost));
-    CHECK(std::count(flags.begin(), flags.begin() + (s.m + 31) / 32, epoch == 0 ? 1 : epoch) == (s.m + 31) / 32);
+    CHECK(std::count(flags.begin(), flags.begin() + npanels * chains, epoch == 0 ? 1 : epoch) == npanels * chains);
     mat<T> Rg = R, Ug = U, C1g = C1, C2g = C2;
     dR.get(Rg);
     dU.get(Ug);
@@ -360,7 +373,7 @@ TEST_CASE_TEMPLATE("gpu_tpqrt_chain equals LAPACK TPQRT (nb 32) and TPMQRT", T, 
       }
     CHECK(lower_kept);
     // T: the upper triangle of each panel's block (LAPACK leaves the rest alone).
-    for (int j = 0; j < s.m; ++j)
+    for (int j = 0; j < Tr.n; ++j)
       for (int i = j % 32 + 1; i < 32; ++i) Tr(i, j) = Tg(i, j) = T(0);
     const double eR = rel_error(Rgu, Ru), eU = rel_error(Ug, Ur), eT = rel_error(Tg, Tr);
     CHECK(eR <= tol);

@@ -25,6 +25,10 @@ TEST_CASE("qr update, CPUs: deleting columns without Q at the default panel widt
   upd::deletions_without_q<double>(target::cpu);
   upd::deletions_without_q<float>(target::cpu);
 }
+TEST_CASE("qr update, CPUs: adding rows without Q at the default panel width") {
+  upd::insertions_without_q<double>(target::cpu);
+  upd::insertions_without_q<float>(target::cpu);
+}
 TEST_CASE("qr update, CPUs: deleting 200 to 600 columns with Q (both forms)") {
   upd::deletions_with_wide_panels<double>(target::cpu);
   upd::deletions_with_wide_panels<float>(target::cpu);

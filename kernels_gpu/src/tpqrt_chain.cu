@@ -15,6 +15,10 @@
 // equilibrated by powers of two first (equilibrate.hpp), as every other panel kernel is.
 // Slabs wait for panels through flags (release/acquire at device scope); a cooperative launch
 // guarantees that every block is resident, so the waits always end.
+// With several chains U's rows are split into blocks, each [R; U_c] a chain of its own one panel
+// behind the block above (tpqrt_chain_kernel): a lane's column is r = ceil(p / chains) rows, not
+// p, and the column work, latency-bound, gets shorter with it (the H100: 500 rows to 3000 columns
+// 0.59-0.70 of one chain's time in blocks of 64; docs/results/2026-11-27-tpqrt-chains-h100.md).
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
@@ -68,7 +72,8 @@ __device__ __forceinline__ void dmma(double& d0, double& d1, double a, double b)
 
 template <class T>
 struct chain_args {
-  int m, p, nrhs, npanels, nslabs;
+  int m, p, nrhs, npanels, nslabs;  // nslabs: the column slabs, [R; U]'s panels then [C1; C2]'s
+  int chains, rows;                 // U's row blocks (chains) of `rows` rows (the last: the rest)
   T* R;
   int ldr;
   T* U;
@@ -78,8 +83,20 @@ struct chain_args {
   T* C2;
   int ldc2;
   T* Tf;
-  int* flags;
-  int epoch;  // a panel's flag once it is out
+  int* flags;  // chains x npanels panel flags, then (chains > 1) chains x nslabs progress counters
+  int epoch;   // a panel's flag once it is out
+
+  // Row block c's view: its rows of U and C2, its panels' T and flags (the block's own chain).
+  __device__ chain_args chain(int c) const {
+    chain_args v = *this;
+    v.p = min(rows, p - c * rows);
+    v.U = U + c * rows;
+    if (C2) v.C2 = C2 + c * rows;
+    v.Tf = Tf + static_cast<std::ptrdiff_t>(c) * npanels * 1024;
+    v.flags = flags + c * npanels;
+    return v;
+  }
+  __device__ int* progress(int c, int s) const { return flags + chains * npanels + c * nslabs + s; }
 };
 
 // Lane geometry: column `col` of the slab, rows row0 + 8 b + h of [U] (b < QB, h < 2).
@@ -98,9 +115,11 @@ struct lane_geometry {
 };
 
 // [top; a] := H_t^T [top; a] for panel t (top: the slab's 32 rows of R or C1 at the panel's rows).
+// Once those rows of top are final, progress (where not null) is set to t + 1.
 template <class T, int QB>
 __device__ __forceinline__ void apply_panel(const chain_args<T>& g, int t, T* top, int ldtop, int jb,
-                                            double (&a)[QB][2], double* sm, const lane_geometry& L) {
+                                            double (&a)[QB][2], double* sm, const lane_geometry& L,
+                                            int* progress) {
   using S = shape<QB>;
   double* Vs = sm;
   double* Wp = sm + S::vs;
@@ -109,6 +128,13 @@ __device__ __forceinline__ void apply_panel(const chain_args<T>& g, int t, T* to
   const int kb = min(32, g.m - 32 * t);
   const T* V = g.U + static_cast<std::ptrdiff_t>(32 * t) * g.ldu;
   const T* Tt = g.Tf + static_cast<std::ptrdiff_t>(t) * 1024;
+  // top's rows of the panel, loaded first: their latency overlaps the staging.
+  double keep[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int idx = tid + r * threads, i = idx & 31, c = idx >> 5;
+    keep[r] = i < kb && c < jb ? static_cast<double>(top[32 * t + i + static_cast<std::ptrdiff_t>(c) * ldtop]) : 0.0;
+  }
   // Stage V_t (zero past its reflectors and rows) and T_t (zero below the diagonal). Doubles by
   // cp.async, the loads in flight at once; through L1, which the flag's acquire has just
   // invalidated (CCTL.IVALL), so no line of U read before V_t was written survives.
@@ -154,24 +180,27 @@ __device__ __forceinline__ void apply_panel(const chain_args<T>& g, int t, T* to
       Wp[(L.rq * 32 + i_product1(tile, L.n8)) * ld33 + 8 * L.cq + 2 * L.k4 + e] = acc[tile][e];
   __syncthreads();
   // W = top + sum of the quarters (into Wp[0]); then W' = T^T W (into Wp[1]), top -= W'.
-  double keep[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int idx = tid + r * threads, i = idx & 31, c = idx >> 5;
     double w = Wp[i * ld33 + c] + Wp[(32 + i) * ld33 + c] + Wp[(64 + i) * ld33 + c] + Wp[(96 + i) * ld33 + c];
-    keep[r] = i < kb && c < jb ? static_cast<double>(top[32 * t + i + static_cast<std::ptrdiff_t>(c) * ldtop]) : 0.0;
     Wp[i * ld33 + c] = w + keep[r];
   }
   __syncthreads();
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int idx = tid + r * threads, i = idx & 31, c = idx >> 5;
-    double w = 0;
-    for (int k = 0; k <= i; ++k) w = fma(Ts[k * ld33 + i], Wp[k * ld33 + c], w);
+    // Over all 32 rows (T's zeros below the diagonal): unrolled, four sums, no serial chain of 32.
+    double w4[4] = {};
+#pragma unroll
+    for (int k = 0; k < 32; ++k) w4[k & 3] = fma(Ts[k * ld33 + i], Wp[k * ld33 + c], w4[k & 3]);
+    const double w = (w4[0] + w4[1]) + (w4[2] + w4[3]);
     Wp[(32 + i) * ld33 + c] = w;
     if (i < kb && c < jb) top[32 * t + i + static_cast<std::ptrdiff_t>(c) * ldtop] = static_cast<T>(keep[r] - w);
   }
+  if (progress) __threadfence();  // the writes above seen before the counter, set after the barrier
   __syncthreads();
+  if (progress && tid == 0) store_release<flag_scope::device_global>(progress, t + 1);
   // a^T := a^T - W'^T V^T, a quarter's 8-row blocks one accumulator tile each.
   double wa[8];
 #pragma unroll
@@ -411,12 +440,29 @@ __device__ __forceinline__ void factor_panel(const chain_args<T>& g, int s, T* t
   if (tid == 0) store_release<flag_scope::device_global>(g.flags + s, g.epoch);
 }
 
+// Spins (thread 0) until *flag has reached `value` (signed difference: the flags carry epochs).
+__device__ __forceinline__ void wait_for(const int* flag, int value) {
+  while (static_cast<int>(static_cast<unsigned>(load_acquire<flag_scope::device_global>(flag)) - static_cast<unsigned>(value)) < 0)
+    __nanosleep(64);
+}
+
+// Slab i is column slab i / chains of row block i % chains: every slab waits only on slabs of
+// lower index (its chain's earlier panels; the row block above it, at the same column slab), so
+// that with grid-stride order and every thread block resident the lowest unfinished slab can
+// always run. Row block c > 0 takes panel t at column slab s after block c - 1 has (its progress
+// counter there, set after each step): R's (or C1's) rows of panel t are then final for block
+// c - 1. The blocks' chains thus run as a pipeline one step apart, each with fewer rows a lane.
 template <class T, int QB>
-__global__ void __launch_bounds__(threads, 1) tpqrt_chain_kernel(chain_args<T> g) {
+__global__ void __launch_bounds__(threads, 1) tpqrt_chain_kernel(chain_args<T> all) {
   extern __shared__ __align__(16) double sm[];
   const lane_geometry L(QB);
   double a[QB][2];
-  for (int s = static_cast<int>(blockIdx.x); s < g.nslabs; s += static_cast<int>(gridDim.x)) {
+  const int tid = static_cast<int>(threadIdx.x);
+  for (int i = static_cast<int>(blockIdx.x); i < all.nslabs * all.chains; i += static_cast<int>(gridDim.x)) {
+    const int s = i / all.chains, c = i % all.chains;
+    const chain_args<T> g = all.chain(c);
+    const int* above = c > 0 ? all.progress(c - 1, s) : nullptr;
+    int* mine = c + 1 < all.chains ? all.progress(c, s) : nullptr;
     const bool own = s < g.npanels;  // a slab of [R; U]; else of [C1; C2], applies only
     const int c0 = 32 * (own ? s : s - g.npanels);
     const int jb = min(32, (own ? g.m : g.nrhs) - c0);
@@ -435,14 +481,19 @@ __global__ void __launch_bounds__(threads, 1) tpqrt_chain_kernel(chain_args<T> g
       }
     const int napply = own ? s : g.npanels;
     for (int t = 0; t < napply; ++t) {
-      if (threadIdx.x == 0)
-        while (static_cast<int>(static_cast<unsigned>(load_acquire<flag_scope::device_global>(g.flags + t)) - static_cast<unsigned>(g.epoch)) < 0)
-          __nanosleep(64);
+      if (tid == 0) {
+        wait_for(g.flags + t, g.epoch);
+        if (above) wait_for(above, t + 1);
+      }
       __syncthreads();
-      apply_panel<T, QB>(g, t, top, ldtop, jb, a, sm, L);
+      // The apply just before the slab's own panel leaves the counter to the panel's (one fence
+      // fewer on the chain's path).
+      apply_panel<T, QB>(g, t, top, ldtop, jb, a, sm, L, own && t == s - 1 ? nullptr : mine);
     }
     if (own) {
-      factor_panel<T, QB>(g, s, top, jb, a, sm, L);
+      if (above && tid == 0) wait_for(above, s + 1);  // the diagonal block as block c - 1 left it
+      factor_panel<T, QB>(g, s, top, jb, a, sm, L);   // its first barrier publishes the wait
+      if (mine && tid == 0) store_release<flag_scope::device_global>(mine, s + 1);
     } else {
 #pragma unroll
       for (int b = 0; b < QB; ++b)
@@ -488,6 +539,7 @@ int blocks_per_sm(int& sms) {
 // The register block that holds p rows (fewer rows a lane: shorter chains in every column).
 template <class F>
 decltype(auto) with_block(int p, F&& f) {
+  if (p <= 64) return f(std::integral_constant<int, 2>{});
   if (p <= 128) return f(std::integral_constant<int, 4>{});
   if (p <= 256) return f(std::integral_constant<int, 8>{});
   return f(std::integral_constant<int, 16>{});
@@ -501,10 +553,14 @@ bool launch_chain(const chain_args<T>& g, int max_grid, bool clear, cudaStream_t
   int sms = 0;
   const int per_sm = blocks_per_sm<T, QB>(sms);
   if (per_sm < 1) return false;
-  int grid = std::min(g.nslabs, sms * per_sm);
+  int grid = std::min(g.nslabs * g.chains, sms * per_sm);
   if (max_grid > 0) grid = std::min(grid, max_grid);
   if (clear)
-    check(fn, "cudaMemsetAsync (flags)", cudaMemsetAsync(g.flags, 0, sizeof(int) * std::size_t(g.npanels), stream));
+    check(fn, "cudaMemsetAsync (flags)",
+          cudaMemsetAsync(g.flags, 0, sizeof(int) * std::size_t(g.chains) * g.npanels, stream));
+  if (g.chains > 1)  // the progress counters count from 0 in every call
+    check(fn, "cudaMemsetAsync (progress)",
+          cudaMemsetAsync(g.flags + g.chains * g.npanels, 0, sizeof(int) * std::size_t(g.chains) * g.nslabs, stream));
   chain_args<T> arg = g;
   void* args[] = {&arg};
   check(fn, "cudaLaunchCooperativeKernel",
@@ -518,16 +574,27 @@ bool launch_chain(const chain_args<T>& g, int max_grid, bool clear, cudaStream_t
 
 namespace tessera::kernels {
 
+std::size_t gpu_tpqrt_chain_workspace(int m, int nrhs, int chains) {
+  const std::size_t panels = std::size_t(m + 31) / 32, slabs = panels + std::size_t(nrhs + 31) / 32;
+  return (std::size_t(chains) * panels + (chains > 1 ? std::size_t(chains) * slabs : 0) + 1) * sizeof(int);
+}
+
 template <class T>
 bool gpu_tpqrt_chain(int m, int p, int nrhs, T* R, int ldr, T* U, int ldu, T* C1, int ldc1, T* C2, int ldc2,
-                     T* Tf, void* work, std::size_t lwork, cudaStream_t stream, int max_grid, int epoch) {
+                     T* Tf, void* work, std::size_t lwork, cudaStream_t stream, int max_grid, int epoch,
+                     int chains) {
   constexpr const char* fn = "tessera::kernels::gpu_tpqrt_chain";
   using detail::require_ge;
   require_ge(fn, "m", m, "0", 0);
   require_ge(fn, "p", p, "0", 0);
   require_ge(fn, "nrhs", nrhs, "0", 0);
   require_ge(fn, "epoch", epoch, "0", 0);
-  if (m == 0 || p == 0 || p > gpu_tpqrt_chain_max_rows) return false;
+  require_ge(fn, "chains", chains, "1", 1);
+  if (m == 0 || p == 0) return false;
+  chains = std::min(chains, p);
+  const int rows = (p + chains - 1) / chains;
+  chains = (p + rows - 1) / rows;  // every row block has rows (p = 5, chains = 4: blocks of 2, 2, 1)
+  if (rows > gpu_tpqrt_chain_max_rows) return false;
   require_ge(fn, "ldr", ldr, "m", m);
   require_ge(fn, "ldu", ldu, "p", p);
   detail::require_ptr(fn, "R", R);
@@ -540,27 +607,32 @@ bool gpu_tpqrt_chain(int m, int p, int nrhs, T* R, int ldr, T* U, int ldu, T* C1
     detail::require_ptr(fn, "C1", C1);
     detail::require_ptr(fn, "C2", C2);
   }
-  if (lwork < gpu_tpqrt_chain_workspace(m))
-    detail::bad_argument(fn, "lwork", static_cast<long long>(lwork), ">=", "gpu_tpqrt_chain_workspace(m)",
-                         static_cast<long long>(gpu_tpqrt_chain_workspace(m)));
+  const std::size_t need = gpu_tpqrt_chain_workspace(m, nrhs, chains);
+  if (lwork < need)
+    detail::bad_argument(fn, "lwork", static_cast<long long>(lwork), ">=", "gpu_tpqrt_chain_workspace(m, nrhs, chains)",
+                         static_cast<long long>(need));
   const int npanels = (m + 31) / 32;
-  const detail::chain_args<T> g{m,  p,   nrhs, npanels, npanels + (nrhs + 31) / 32, R, ldr, U, ldu, C1, ldc1,
-                                C2, ldc2, Tf,   static_cast<int*>(work), epoch > 0 ? epoch : 1};
-  return detail::with_block(p, [&](auto qb) { return detail::launch_chain<T, decltype(qb)::value>(g, max_grid, epoch == 0, stream); });
+  const detail::chain_args<T> g{m,    p,    nrhs, npanels, npanels + (nrhs + 31) / 32, chains, rows, R, ldr, U, ldu,
+                                C1,   ldc1, C2,   ldc2,    Tf, static_cast<int*>(work), epoch > 0 ? epoch : 1};
+  return detail::with_block(rows, [&](auto qb) {
+    return detail::launch_chain<T, decltype(qb)::value>(g, max_grid, epoch == 0, stream);
+  });
 }
 
 template <class T>
-bool gpu_tpqrt_chain_runs(int p) {
-  if (p < 1 || p > gpu_tpqrt_chain_max_rows) return false;
+bool gpu_tpqrt_chain_runs(int p, int chains) {
+  if (p < 1 || chains < 1) return false;
+  const int rows = (p + std::min(chains, p) - 1) / std::min(chains, p);
+  if (rows > gpu_tpqrt_chain_max_rows) return false;
   int sms = 0;
-  return detail::with_block(p, [&](auto qb) { return detail::blocks_per_sm<T, decltype(qb)::value>(sms) >= 1; });
+  return detail::with_block(rows, [&](auto qb) { return detail::blocks_per_sm<T, decltype(qb)::value>(sms) >= 1; });
 }
 
-template bool gpu_tpqrt_chain_runs<float>(int);
-template bool gpu_tpqrt_chain_runs<double>(int);
+template bool gpu_tpqrt_chain_runs<float>(int, int);
+template bool gpu_tpqrt_chain_runs<double>(int, int);
 template bool gpu_tpqrt_chain<float>(int, int, int, float*, int, float*, int, float*, int, float*, int, float*,
-                                     void*, std::size_t, cudaStream_t, int, int);
+                                     void*, std::size_t, cudaStream_t, int, int, int);
 template bool gpu_tpqrt_chain<double>(int, int, int, double*, int, double*, int, double*, int, double*, int,
-                                      double*, void*, std::size_t, cudaStream_t, int, int);
+                                      double*, void*, std::size_t, cudaStream_t, int, int, int);
 
 }  // namespace tessera::kernels

@@ -178,9 +178,10 @@ struct host_backend {
   // [R; U] := its QR factor, panels of 32 columns (V = [I; U's columns] into U, panel t's T at
   // Tm + 1024 t, ld 32), [C1; C2] := Q^T [C1; C2], in one call where the backend has one (the GPU's
   // kernels::gpu_tpqrt_chain); false: the caller factors the panels one by one. Then
-  // tp_chain_wait(lane, t) makes another lane's next work wait for panel t only.
+  // tp_chain_wait(lane, t) makes another lane's next work wait for panel t only. chains > 1: U's
+  // rows in that many blocks, pipelined (V and T then in the kernel's form: for R and C only).
   template <class T>
-  bool tp_chain(int, int, int, int, T*, int, T*, int, T*, int, T*, int, T*) {
+  bool tp_chain(int, int, int, int, T*, int, T*, int, T*, int, T*, int, T*, int) {
     return false;
   }
   void tp_chain_wait(int, int) {}
@@ -314,7 +315,7 @@ struct gpu_backend {
                 int ldct, T* Cbot, int ldcb);
   template <class T>
   bool tp_chain(int lane, int m, int p, int nrhs, T* R, int ldr, T* U, int ldu, T* C1, int ldc1, T* C2,
-                int ldc2, T* Tm);
+                int ldc2, T* Tm, int chains);
   void tp_chain_wait(int lane, int t);
   template <class T>
   bool explicit_apply(int lane, char side, int h, int nb, int other, const T* V, int ldv, const T* Tm, int ldt,

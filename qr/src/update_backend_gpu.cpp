@@ -307,9 +307,9 @@ bool gpu_backend::tp_apply(int lane, int nb, int p, int ncols, const T* v, int l
 
 template <class T>
 bool gpu_backend::tp_chain(int lane, int m, int p, int nrhs, T* R, int ldr, T* U, int ldu, T* C1, int ldc1, T* C2,
-                           int ldc2, T* Tm) {
+                           int ldc2, T* Tm, int chains) {
   auto& r = *_r;
-  const std::size_t need = kernels::gpu_tpqrt_chain_workspace(m) / sizeof(int);
+  const std::size_t need = kernels::gpu_tpqrt_chain_workspace(m, nrhs, chains) / sizeof(int);
   if (need > r.nflags || r.epoch == std::numeric_limits<int>::max()) {
     sync();  // no lane waits on the old flags any more
     if (need > r.nflags) {
@@ -324,7 +324,7 @@ bool gpu_backend::tp_chain(int lane, int m, int p, int nrhs, T* R, int ldr, T* U
   }
   const int epoch = r.epoch + 1;
   if (!kernels::gpu_tpqrt_chain(m, p, nrhs, R, ldr, U, ldu, C1, ldc1, C2, ldc2, Tm, r.flags, r.nflags * sizeof(int),
-                                r.s[lane], 0, epoch))
+                                r.s[lane], 0, epoch, chains))
     return false;
   r.epoch = epoch;
   r.chain_lane = lane;
@@ -469,7 +469,7 @@ unsigned gpu_backend::count_non_finite(int m, int n, const T* A, int lda) {
   template void gpu_backend::split_panel<T>(int, int, int, T*, int, T*, int);                     \
   template bool gpu_backend::panel_split<T>(int, int, int, int, T*, int, T*, int, T*, int);         \
   template bool gpu_backend::tp_apply<T>(int, int, int, int, const T*, int, const T*, int, T*, int, T*, int); \
-  template bool gpu_backend::tp_chain<T>(int, int, int, int, T*, int, T*, int, T*, int, T*, int, T*);     \
+  template bool gpu_backend::tp_chain<T>(int, int, int, int, T*, int, T*, int, T*, int, T*, int, T*, int);     \
   template bool gpu_backend::explicit_apply<T>(int, char, int, int, int, const T*, int, const T*, int, T*, int); \
   template std::size_t gpu_backend::panel_work_size<T>(int, int) const;                           \
   template void gpu_backend::panel_qr<T>(int, int, int, T*, int, T*, int, T*, std::size_t);       \

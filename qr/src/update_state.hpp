@@ -292,12 +292,23 @@ void householder_compress(update_state<B, T>& st, int rows, int c, T* X, int ldx
 // after moving the rows and columns into this form.
 //
 // The caller first allocates its buffers (Z too) with tp_workspace, before it enqueues work.
+//
+// Without Q the GPU's kernel takes U's rows in blocks of tp_chain_rows, its chains pipelined (its
+// V and T then serve only R and D, which it updates itself; lane Q would need one apply a block).
+// On the H100 500 rows in blocks of 64 took 0.59-0.70 of one chain's time (adding them to
+// 14000 x 3000, deleting 500 columns of 6000 x 3000 at k = 0 .. 2000), blocks of 128 about the
+// same, 256 0.72-0.82 (docs/results/2026-11-27-tpqrt-chains-h100.md).
+inline constexpr int tp_chain_rows = 64;
+template <class B, class T>
+int tp_chains(const update_state<B, T>& st, int p) {
+  return st.qcols() > 0 ? 1 : (p + tp_chain_rows - 1) / tp_chain_rows;
+}
 template <class B, class T>
 void tp_workspace(update_state<B, T>& st, int m, int p, int nb) {
   auto& be = st.be;
   const int npanels = (m + nb - 1) / nb, ldp = nb + p;
   be.ensure(st.panels, std::size_t(npanels) * ldp * nb);
-  be.ensure(st.tmats, std::size_t(npanels) * nb * nb);
+  be.ensure(st.tmats, std::size_t(npanels) * nb * nb * tp_chains(st, p));
   be.ensure(st.pwork, be.template panel_work_size<T>(ldp, nb));
   be.ensure(st.work_r, std::size_t(nb) * std::max(m, 1));
   if (st.nrhs > 0) be.ensure(st.work_d, std::size_t(nb) * st.nrhs);
@@ -319,7 +330,9 @@ void tp_retriangularize(update_state<B, T>& st, int m, int p, int nb, T* Rs, int
   };
   // Every panel, Rs's blocks where they lie and D with them, in one call where the backend has one
   // (the GPU's persistent kernel); Q's columns take each panel's reflectors as soon as it is out.
-  if (nb == 32 && be.tp_chain(lane_r, m, p, st.nrhs, Rs, ldr, U, ldp, D1, ldd1, D2, ldd2, st.tmats.data())) {
+  if (nb == 32 &&
+      be.tp_chain(lane_r, m, p, st.nrhs, Rs, ldr, U, ldp, D1, ldd1, D2, ldd2, st.tmats.data(),
+                  Q1 ? 1 : tp_chains(st, p))) {
     for (int t = 0; t < npanels && Q1; ++t) {
       be.tp_chain_wait(lane_q, t);
       q_take(t);

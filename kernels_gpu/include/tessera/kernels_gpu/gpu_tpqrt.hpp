@@ -12,11 +12,12 @@
 
 namespace tessera::kernels {
 
-// The largest p gpu_tpqrt_chain takes (its slab of U lives in a thread block's registers).
+// The most rows of U a chain takes (its slab of U lives in a thread block's registers).
 inline constexpr int gpu_tpqrt_chain_max_rows = 512;
 
-// Workspace (bytes) gpu_tpqrt_chain needs for m columns: one flag a panel.
-inline std::size_t gpu_tpqrt_chain_workspace(int m) { return std::size_t((m + 31) / 32 + 1) * sizeof(int); }
+// Workspace (bytes) gpu_tpqrt_chain needs for m columns, nrhs right-hand sides and `chains` row
+// blocks: one flag a panel and chain, and with several chains a progress counter a slab and chain.
+std::size_t gpu_tpqrt_chain_workspace(int m, int nrhs = 0, int chains = 1);
 
 // On `stream`: [R; U] = Q [R'; 0] with Q = H_0 ... H_{m-1}, H_j = I - tau_j [e_j; u_j][e_j; u_j]^T.
 // R (m x m, ldr: its upper triangle read, R' written there; the strict lower part untouched),
@@ -25,20 +26,31 @@ inline std::size_t gpu_tpqrt_chain_workspace(int m) { return std::size_t((m + 31
 // H_{32t} ... H_{32t+jb-1} = I - V_t T_t V_t^T, V_t = [I; U's columns of panel t] (LAPACK TPQRT's
 // V and T). The nrhs columns [C1; C2] (C1 m x nrhs, ldc1; C2 p x nrhs, ldc2) get Q^T as well
 // (the right-hand sides). Computed in double for T = float too. Returns false, having done
-// nothing, where it cannot run (p > gpu_tpqrt_chain_max_rows, or the device cannot hold every
-// thread block at once); the caller then takes another path. Throws on bad arguments and CUDA errors.
+// nothing, where it cannot run (more than gpu_tpqrt_chain_max_rows rows a chain, below, or the
+// device cannot hold a thread block an SM); the caller then takes another path. Throws on bad arguments and CUDA errors.
 // max_grid > 0 caps the thread blocks (tests: several slabs a block).
 // Panel t's flag (int t of work) says when its V and T are out: with epoch = 0 the flags are
 // cleared first (on stream) and each is set to 1; with epoch > 0 they are not cleared, the caller
 // guarantees each is below epoch (a counter over the calls that share the flags) and each is set to
 // epoch, so that another stream can wait for a panel (cuStreamWaitValue32, GEQ epoch) while the
 // kernel runs.
-// Whether gpu_tpqrt_chain runs for p added rows on the current device (it returns false where not).
+//
+// chains > 1 splits U into row blocks of r = ceil(p / chains) rows (the last: the rest; fewer blocks
+// where p is small), triangularized into R in turn as [R; U_0], then [R; U_1], ... (TPQRT on each):
+// the blocks' chains run at once as a pipeline, block c one panel behind block c - 1, each with
+// r rows a lane's column instead of p, so a step of the chain is shorter. Then block c's
+// reflectors are in its rows of U and panel t's T at T + 1024 (c npanels + t) (npanels =
+// ceil(m / 32)): Q^T = Q_{chains-1}^T ... Q_0^T, which [C1; C2] gets; T needs chains * npanels
+// blocks. The flags above are block 0's (so that another stream can wait for a panel only where
+// chains = 1).
+// Whether gpu_tpqrt_chain runs for p added rows in `chains` blocks on the current device (it
+// returns false where not).
 template <class T>
-bool gpu_tpqrt_chain_runs(int p);
+bool gpu_tpqrt_chain_runs(int p, int chains = 1);
 
 template <class T>
 bool gpu_tpqrt_chain(int m, int p, int nrhs, T* R, int ldr, T* U, int ldu, T* C1, int ldc1, T* C2, int ldc2,
-                     T* Tf, void* work, std::size_t lwork, cudaStream_t stream, int max_grid = 0, int epoch = 0);
+                     T* Tf, void* work, std::size_t lwork, cudaStream_t stream, int max_grid = 0, int epoch = 0,
+                     int chains = 1);
 
 }  // namespace tessera::kernels
