@@ -393,6 +393,68 @@ TEST_CASE_TEMPLATE("gpu_tpqrt_chain equals LAPACK TPQRT (nb 32) and TPMQRT", T, 
   MESSAGE("gpu_tpqrt_chain: largest relative error " << worst);
 }
 
+// The merged T of consecutive TPQRT panels (kernels::gpu_tp_merge_t) against LAPACK TPQRT with
+// one block as wide as all of them (its T is the compound reflector's), from the panels' own T
+// (TPQRT with nb) and S = U^T U; below the diagonal zeros.
+TEST_CASE_TEMPLATE("gpu_tp_merge_t equals LAPACK TPQRT's T of the whole block", T, float, double) {
+  struct shape { int p, n, nb; };
+  double worst = 0;
+  for (const shape s : {shape{40, 128, 32}, shape{500, 100, 32}, shape{7, 64, 16}, shape{300, 96, 32},
+                        shape{1, 33, 32}, shape{64, 128, 8}, shape{20, 5, 2}, shape{9, 20, 32}}) {
+    CAPTURE(s.p);
+    CAPTURE(s.n);
+    CAPTURE(s.nb);
+    mat<T> R(s.n, s.n, 1), U(s.p, s.n, 2);
+    R.randomize();
+    for (int j = 0; j < s.n; ++j) {
+      R(j, j) = T(double(R(j, j)) + (R(j, j) < 0 ? -2.0 : 2.0));
+      for (int i = j + 1; i < s.n; ++i) R(i, j) = T(0);
+    }
+    U.randomize();
+    mat<T> R1 = R, U1 = U, T1(s.nb, s.n), R2 = R, U2 = U, T2(s.n, s.n);
+    for (auto& x : T1.a) x = T(0);
+    for (auto& x : T2.a) x = T(0);
+    REQUIRE(tpqrt(s.p, s.n, std::min(s.nb, s.n), R1.data(), R1.ld, U1.data(), U1.ld, T1.data(), T1.ld) == 0);
+    REQUIRE(tpqrt(s.p, s.n, s.n, R2.data(), R2.ld, U2.data(), U2.ld, T2.data(), T2.ld) == 0);
+    // The panels' T as the QR updates keep them: panel i's nb x nb block at nb nb i, ld nb.
+    std::vector<T> Tm(std::size_t(s.nb) * s.nb * ((s.n + s.nb - 1) / s.nb), T(0));
+    for (int j = 0; j < s.n; ++j)
+      for (int i = 0; i <= j % s.nb; ++i) Tm[std::size_t(j / s.nb) * s.nb * s.nb + i + std::size_t(j % s.nb) * s.nb] = T1(i, j);
+    mat<T> S(s.n, s.n, 0);
+    for (int j = 0; j < s.n; ++j)
+      for (int i = 0; i < s.n; ++i) {
+        double acc = 0;
+        for (int r = 0; r < s.p; ++r) acc += double(U1(r, i)) * double(U1(r, j));
+        S(i, j) = T(acc);
+      }
+    mat<T> Tb(s.n, s.n, 3);
+    dev<T> dS(S), dTb(Tb), dTm{Tm.size()};
+    cuda_ok(cudaMemcpy(dTm.p, Tm.data(), sizeof(T) * Tm.size(), cudaMemcpyHostToDevice));
+    cuda_ok(cudaDeviceSynchronize());
+    blas b;
+    gpu_tp_merge_t<T>(s.n, s.nb, dTm.p, dS.p, S.ld, dTb.p, Tb.ld, b.s);
+    b.sync();
+    mat<T> Tg = Tb;
+    dTb.get(Tg);
+    bool zeros_below = true;
+    for (int j = 0; j < s.n; ++j)
+      for (int i = j + 1; i < s.n; ++i) zeros_below = zeros_below && Tg(i, j) == T(0);
+    CHECK(zeros_below);
+    CHECK(same_outside(Tg, Tb, 0, s.n));
+    mat<T> Tu = T2;  // LAPACK's T: its upper triangle
+    for (int j = 0; j < s.n; ++j)
+      for (int i = j + 1; i < s.n; ++i) Tu(i, j) = T(0);
+    const double e = rel_error(Tg, Tu);
+    CHECK(e <= tolerance<T>(s.n + s.p));
+    worst = std::max(worst, e);
+  }
+  blas b;
+  double* p = nullptr;
+  CHECK_THROWS_WITH(gpu_tp_merge_t<double>(129, 32, p, p, 129, p, 129, b.s), doctest::Contains("gpu_tp_merge_t: n = 129"));
+  CHECK_THROWS_WITH(gpu_tp_merge_t<double>(64, 33, p, p, 64, p, 64, b.s), doctest::Contains("gpu_tp_merge_t: nb = 33"));
+  MESSAGE("gpu_tp_merge_t: largest relative error " << worst);
+}
+
 // A tile column of step k as the hybrid QR sees it: the panel factored by a chain of TSQRTs
 // (R carried down), the trailing tile rows updated by a loop of TPMQRT on the host.
 TEST_CASE_TEMPLATE("gpu_sssmqr equals a loop of LAPACK TPMQRT down a panel", T, float, double) {

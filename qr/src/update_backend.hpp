@@ -185,6 +185,14 @@ struct host_backend {
     return false;
   }
   void tp_chain_wait(int, int) {}
+  // The T of tp_chain's consecutive panels (n columns in panels of nb, their reflectors' rows
+  // below R's U (p x n, ldu), their T at Tm, ld nb) as one block reflector's: Tb (n x n, ld n), S
+  // (n x n) workspace, where the backend has it (the GPU's kernels::gpu_tp_merge_t); false: the
+  // caller takes the panels one by one.
+  template <class T>
+  bool tp_merge_t(int, int, int, int, const T*, int, const T*, T*, T*) {
+    return false;
+  }
   // Side 'L': C (h x other) := H^T C; 'R': C (other x h) := C H; V (h x nb) explicit. In one call
   // where the backend has one (the GPU's kernels::gpu_larfb_small for band panels, h <= 96 and
   // nb <= 64, and gpu_larfb_fused from the left in single precision, nb <= 32); false:
@@ -317,6 +325,8 @@ struct gpu_backend {
   bool tp_chain(int lane, int m, int p, int nrhs, T* R, int ldr, T* U, int ldu, T* C1, int ldc1, T* C2,
                 int ldc2, T* Tm, int chains);
   void tp_chain_wait(int lane, int t);
+  template <class T>
+  bool tp_merge_t(int lane, int n, int nb, int p, const T* U, int ldu, const T* Tm, T* S, T* Tb);
   template <class T>
   bool explicit_apply(int lane, char side, int h, int nb, int other, const T* V, int ldv, const T* Tm, int ldt,
                       T* C, int ldc);

@@ -342,6 +342,14 @@ void gpu_backend::tp_chain_wait(int lane, int t) {
   dep(r.chain_lane, lane);
 }
 
+template <class T>
+bool gpu_backend::tp_merge_t(int lane, int n, int nb, int p, const T* U, int ldu, const T* Tm, T* S, T* Tb) {
+  if (n > kernels::gpu_tp_merge_t_max_cols || nb > 32) return false;
+  gemm(lane, 'T', 'N', n, n, p, T(1), U, ldu, U, ldu, T(0), S, n);
+  kernels::gpu_tp_merge_t(n, nb, Tm, S, n, Tb, n, _r->s[lane]);
+  return true;
+}
+
 // gpu_larfb_fused from the left in single precision: H100, deleting 100 or 200 columns of 6000 x
 // 3000 without Q, two rounds: single 1.1-1.5x faster at k = 0 .. 2500 (k = 2000, p = 100:
 // 0.00167-0.00169 s against 0.00218-0.00250), double 5-8% slower at k = 0 and 1000 (cuBLAS's FP64
@@ -470,6 +478,7 @@ unsigned gpu_backend::count_non_finite(int m, int n, const T* A, int lda) {
   template bool gpu_backend::panel_split<T>(int, int, int, int, T*, int, T*, int, T*, int);         \
   template bool gpu_backend::tp_apply<T>(int, int, int, int, const T*, int, const T*, int, T*, int, T*, int); \
   template bool gpu_backend::tp_chain<T>(int, int, int, int, T*, int, T*, int, T*, int, T*, int, T*, int);     \
+  template bool gpu_backend::tp_merge_t<T>(int, int, int, int, const T*, int, const T*, T*, T*);                \
   template bool gpu_backend::explicit_apply<T>(int, char, int, int, int, const T*, int, const T*, int, T*, int); \
   template std::size_t gpu_backend::panel_work_size<T>(int, int) const;                           \
   template void gpu_backend::panel_qr<T>(int, int, int, T*, int, T*, int, T*, std::size_t);       \

@@ -37,7 +37,7 @@ struct update_state {
   int compressions = 0, givens_groups = 0;
   // Workspace kept between updates, so that a sequence of updates allocates only when it grows.
   buf spare_q, spare_r, spare_d, work_r, work_q, work_d, panels, tmats, pwork, xbuf, cs, S, in_u,
-      in_v, in_b, cpanels, ctmats;
+      in_v, in_b, cpanels, ctmats, qgram, qtmat;
 
   update_state() = default;
   update_state(const update_state&) = delete;
@@ -170,22 +170,20 @@ void apply_explicit(B& be, int lane, char side, int h, int nb, int other, const 
   });
 }
 
-// [Ctop Cbot] := [Ctop Cbot] H (Ctop nrows x nb, Cbot nrows x hb), H as in apply_left. W: nrows x
-// nb workspace.
+// [Ctop Cbot] := [Ctop Cbot] H, H = I - V T V^T with V = [I; Vb] (Vb hb x nb, ldv; the seed's
+// [I; 0; v] reflectors of adding rows), Ctop nrows x nb, Cbot nrows x hb. W: nrows x nb workspace.
 template <class B, class T>
-void apply_right(B& be, int lane, int nrows, int nb, int hb, const T* V, int ldv, const T* Tm,
-                 int ldt, T* Ctop, int ldct, T* Cbot, int ldcb, T* W, bool top_identity = false) {
+void apply_right_tp(B& be, int lane, int nrows, int nb, int hb, const T* Vb, int ldv, const T* Tm, int ldt, T* Ctop,
+                    int ldct, T* Cbot, int ldcb, T* W) {
   if (nrows <= 0 || nb <= 0) return;
   be.split(nrows, apply_grain, [&](int r0, int rn) {  // rows of C, W's elements nb * r0.. (ld rn)
     T* Wc = W + std::size_t(nb) * r0;
     T* Ct = Ctop + r0;
     T* Cb = Cbot + r0;
     be.copy(lane, rn, nb, Ct, ldct, Wc, rn);
-    if (!top_identity) be.trmm(lane, 'R', 'L', 'N', 'U', rn, nb, T(1), V, ldv, Wc, rn);
-    if (hb > 0) be.gemm(lane, 'N', 'N', rn, nb, hb, T(1), Cb, ldcb, V + nb, ldv, T(1), Wc, rn);
+    if (hb > 0) be.gemm(lane, 'N', 'N', rn, nb, hb, T(1), Cb, ldcb, Vb, ldv, T(1), Wc, rn);
     be.trmm(lane, 'R', 'U', 'N', 'N', rn, nb, T(1), Tm, ldt, Wc, rn);
-    if (hb > 0) be.gemm(lane, 'N', 'T', rn, hb, nb, T(-1), Wc, rn, V + nb, ldv, T(1), Cb, ldcb);
-    if (!top_identity) be.trmm(lane, 'R', 'L', 'T', 'U', rn, nb, T(1), V, ldv, Wc, rn);
+    if (hb > 0) be.gemm(lane, 'N', 'T', rn, hb, nb, T(-1), Wc, rn, Vb, ldv, T(1), Cb, ldcb);
     be.sub(lane, rn, nb, Wc, rn, Ct, ldct);
   });
 }
@@ -303,6 +301,13 @@ template <class B, class T>
 int tp_chains(const update_state<B, T>& st, int p) {
   return st.qcols() > 0 ? 1 : (p + tp_chain_rows - 1) / tp_chain_rows;
 }
+// With Q, lane Q takes the GPU kernel's panels two at a time, as one block reflector
+// (kernels::gpu_tp_merge_t): Q's p new columns, n x p, are read and written once a pair instead
+// of once a panel. On the H100 in double, with the full Q: 500 rows to 14000 x 3000 13.5 ms
+// against 16.1-16.3 one at a time, deleting 100 columns of 6000 x 3000 at k = 0 4.1 against
+// 5.6-5.9; four at a time was slower than two (its Gram product and T on lane Q's path)
+// (docs/results/2026-11-27-tpqrt-chains-h100.md).
+inline constexpr int tp_q_group = 2;
 template <class B, class T>
 void tp_workspace(update_state<B, T>& st, int m, int p, int nb) {
   auto& be = st.be;
@@ -312,7 +317,11 @@ void tp_workspace(update_state<B, T>& st, int m, int p, int nb) {
   be.ensure(st.pwork, be.template panel_work_size<T>(ldp, nb));
   be.ensure(st.work_r, std::size_t(nb) * std::max(m, 1));
   if (st.nrhs > 0) be.ensure(st.work_d, std::size_t(nb) * st.nrhs);
-  if (st.qcols() > 0) be.ensure(st.work_q, std::size_t(nb) * st.n);
+  if (st.qcols() > 0) {
+    const int w = B::on_gpu && nb == 32 ? std::min(m, tp_q_group * nb) : nb;
+    be.ensure(st.work_q, std::size_t(w) * st.n);
+    if (w > nb) be.ensure(st.qgram, std::size_t(w) * w), be.ensure(st.qtmat, std::size_t(w) * w);
+  }
 }
 template <class B, class T>
 void tp_retriangularize(update_state<B, T>& st, int m, int p, int nb, T* Rs, int ldr, T* D1, int ldd1, T* D2,
@@ -321,21 +330,33 @@ void tp_retriangularize(update_state<B, T>& st, int m, int p, int nb, T* Rs, int
   const int n = st.n, npanels = (m + nb - 1) / nb, ldp = nb + p;
   T* Z = st.panels.data();
   T* U = Z + nb;
-  // Panel t's block of Q1 and Q2 take the panel's reflectors (lane Q).
-  auto q_take = [&](int t) {
-    const int j0 = t * nb, jb = std::min(nb, m - j0);
-    const T* P = Z + std::size_t(j0) * ldp + (nb - jb);
-    apply_right(be, lane_q, n, jb, p, P, ldp, st.tmats.data() + std::size_t(t) * nb * nb, nb,
-                Q1 + std::size_t(j0) * ldq1, ldq1, Q2, ldq2, st.work_q.data(), true);
+  // Panels t0 .. t1 - 1's block of Q1, and Q2, take their reflectors (lane Q): as one block
+  // reflector where the backend merges their T, else panel by panel.
+  auto q_take = [&](int t0, int t1) {
+    const int j0 = t0 * nb, w = std::min(m, t1 * nb) - j0;
+    const T* Vb = U + std::size_t(j0) * ldp;
+    if (t1 - t0 > 1 && be.tp_merge_t(lane_q, w, nb, p, Vb, ldp, st.tmats.data() + std::size_t(t0) * nb * nb,
+                                     st.qgram.data(), st.qtmat.data())) {
+      apply_right_tp(be, lane_q, n, w, p, Vb, ldp, st.qtmat.data(), w, Q1 + std::size_t(j0) * ldq1, ldq1, Q2, ldq2,
+                     st.work_q.data());
+      return;
+    }
+    for (int t = t0; t < t1; ++t) {
+      const int jt = t * nb, jb = std::min(nb, m - jt);
+      apply_right_tp(be, lane_q, n, jb, p, U + std::size_t(jt) * ldp, ldp, st.tmats.data() + std::size_t(t) * nb * nb,
+                     nb, Q1 + std::size_t(jt) * ldq1, ldq1, Q2, ldq2, st.work_q.data());
+    }
   };
   // Every panel, Rs's blocks where they lie and D with them, in one call where the backend has one
   // (the GPU's persistent kernel); Q's columns take each panel's reflectors as soon as it is out.
   if (nb == 32 &&
       be.tp_chain(lane_r, m, p, st.nrhs, Rs, ldr, U, ldp, D1, ldd1, D2, ldd2, st.tmats.data(),
                   Q1 ? 1 : tp_chains(st, p))) {
-    for (int t = 0; t < npanels && Q1; ++t) {
-      be.tp_chain_wait(lane_q, t);
-      q_take(t);
+    const int group = B::on_gpu ? tp_q_group : 1;  // as tp_workspace allocated
+    for (int t0 = 0; t0 < npanels && Q1; t0 += group) {
+      const int t1 = std::min(npanels, t0 + group);
+      be.tp_chain_wait(lane_q, t1 - 1);  // the panels are done in order
+      q_take(t0, t1);
     }
     return;
   }
@@ -363,7 +384,7 @@ void tp_retriangularize(update_state<B, T>& st, int m, int p, int nb, T* Rs, int
     // they started with the update, 0.0214-0.0221 s after it).
     if (Q1) {
       be.dep(lane_r, lane_q);
-      q_take(t);
+      q_take(t, t + 1);
     }
   }
 }

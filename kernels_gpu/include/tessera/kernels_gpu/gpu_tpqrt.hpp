@@ -53,4 +53,14 @@ bool gpu_tpqrt_chain(int m, int p, int nrhs, T* R, int ldr, T* U, int ldu, T* C1
                      T* Tf, void* work, std::size_t lwork, cudaStream_t stream, int max_grid = 0, int epoch = 0,
                      int chains = 1);
 
+// The triangular factor of consecutive panels of [R; U]'s QR as one block reflector: panels of nb
+// columns (nb <= 32) whose reflectors are V_i = [I; 0; U_i] (gpu_tpqrt_chain's, or TPQRT's with
+// l = 0), panel i's T at Tm + nb nb i (ld nb), n columns in all (the last panel may be partial),
+// and S = U^T U (n x n, lds; only its blocks above the diagonal blocks are read). On `stream`:
+// Tb (n x n, ldtb) upper triangular with zeros below, so that I - V Tb V^T is the panels' product
+// in order (LAPACK LARFT's forward form of their compound V). Throws on bad arguments.
+inline constexpr int gpu_tp_merge_t_max_cols = 128;
+template <class T>
+void gpu_tp_merge_t(int n, int nb, const T* Tm, const T* S, int lds, T* Tb, int ldtb, cudaStream_t stream);
+
 }  // namespace tessera::kernels
