@@ -448,6 +448,8 @@ TEST_CASE_TEMPLATE("gpu_tp_merge_t equals LAPACK TPQRT's T of the whole block", 
     CHECK(e <= tolerance<T>(s.n + s.p));
     worst = std::max(worst, e);
   }
+  CHECK(gpu_tp_merge_t_runs<T>(64, 32));  // the QR updates' pairs of panels, on any recent GPU
+  CHECK_FALSE(gpu_tp_merge_t_runs<T>(129, 32));
   blas b;
   double* p = nullptr;
   CHECK_THROWS_WITH(gpu_tp_merge_t<double>(129, 32, p, p, 129, p, 129, b.s), doctest::Contains("gpu_tp_merge_t: n = 129"));

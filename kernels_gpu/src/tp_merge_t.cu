@@ -70,7 +70,31 @@ __global__ void __launch_bounds__(threads) tp_merge_t_kernel(int n, int nb, cons
   }
 }
 
+// The shared memory the kernel may take on this device, set once as its limit.
+template <class T>
+int merge_smem_limit() {
+  constexpr const char* fn = "tessera::kernels::gpu_tp_merge_t";
+  static detail::per_device_value limit;
+  return limit.get(fn, [] {
+    int dev = 0, optin = 0;
+    detail::check(fn, "cudaGetDevice", cudaGetDevice(&dev));
+    detail::check(fn, "cudaDeviceGetAttribute",
+                  cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    const int bytes = static_cast<int>(std::min<std::size_t>(
+        static_cast<std::size_t>(optin), smem_doubles(gpu_tp_merge_t_max_cols, 32) * sizeof(double)));
+    detail::check(fn, "cudaFuncSetAttribute",
+                  cudaFuncSetAttribute(tp_merge_t_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    return bytes;
+  });
+}
+
 }  // namespace
+
+template <class T>
+bool gpu_tp_merge_t_runs(int n, int nb) {
+  return n >= 0 && n <= gpu_tp_merge_t_max_cols && nb >= 1 && nb <= 32 &&
+         smem_doubles(n, nb) * sizeof(double) <= static_cast<std::size_t>(merge_smem_limit<T>());
+}
 
 template <class T>
 void gpu_tp_merge_t(int n, int nb, const T* Tm, const T* S, int lds, T* Tb, int ldtb, cudaStream_t stream) {
@@ -85,17 +109,18 @@ void gpu_tp_merge_t(int n, int nb, const T* Tm, const T* S, int lds, T* Tb, int 
   detail::require_ptr(fn, "Tm", Tm);
   detail::require_ptr(fn, "S", S);
   detail::require_ptr(fn, "Tb", Tb);
-  static detail::per_device_value attribute_set;
-  attribute_set.get(fn, [] {
-    detail::check(fn, "cudaFuncSetAttribute",
-                  cudaFuncSetAttribute(tp_merge_t_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(smem_doubles(gpu_tp_merge_t_max_cols, 32) * sizeof(double))));
-    return 1;
-  });
-  tp_merge_t_kernel<T><<<1, threads, smem_doubles(n, nb) * sizeof(double), stream>>>(n, nb, Tm, S, lds, Tb, ldtb);
+  const std::size_t bytes = smem_doubles(n, nb) * sizeof(double), limit = std::size_t(merge_smem_limit<T>());
+  if (bytes > limit) {
+    int fits = n;
+    while (fits > 0 && smem_doubles(fits, nb) * sizeof(double) > limit) --fits;
+    detail::bad_argument(fn, "n", n, "<=", "the columns this device's shared memory holds", fits);
+  }
+  tp_merge_t_kernel<T><<<1, threads, bytes, stream>>>(n, nb, Tm, S, lds, Tb, ldtb);
   detail::check(fn, "tp_merge_t_kernel launch", cudaGetLastError());
 }
 
+template bool gpu_tp_merge_t_runs<float>(int, int);
+template bool gpu_tp_merge_t_runs<double>(int, int);
 template void gpu_tp_merge_t<float>(int, int, const float*, const float*, int, float*, int, cudaStream_t);
 template void gpu_tp_merge_t<double>(int, int, const double*, const double*, int, double*, int, cudaStream_t);
 

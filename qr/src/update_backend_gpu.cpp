@@ -344,7 +344,7 @@ void gpu_backend::tp_chain_wait(int lane, int t) {
 
 template <class T>
 bool gpu_backend::tp_merge_t(int lane, int n, int nb, int p, const T* U, int ldu, const T* Tm, T* S, T* Tb) {
-  if (n > kernels::gpu_tp_merge_t_max_cols || nb > 32) return false;
+  if (!kernels::gpu_tp_merge_t_runs<T>(n, nb)) return false;
   gemm(lane, 'T', 'N', n, n, p, T(1), U, ldu, U, ldu, T(0), S, n);
   kernels::gpu_tp_merge_t(n, nb, Tm, S, n, Tb, n, _r->s[lane]);
   return true;

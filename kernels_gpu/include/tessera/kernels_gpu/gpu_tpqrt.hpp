@@ -58,8 +58,11 @@ bool gpu_tpqrt_chain(int m, int p, int nrhs, T* R, int ldr, T* U, int ldu, T* C1
 // l = 0), panel i's T at Tm + nb nb i (ld nb), n columns in all (the last panel may be partial),
 // and S = U^T U (n x n, lds; only its blocks above the diagonal blocks are read). On `stream`:
 // Tb (n x n, ldtb) upper triangular with zeros below, so that I - V Tb V^T is the panels' product
-// in order (LAPACK LARFT's forward form of their compound V). Throws on bad arguments.
+// in order (LAPACK LARFT's forward form of their compound V). Throws on bad arguments, n beyond
+// what gpu_tp_merge_t_runs allows among them (its shared memory: about 200 KB at n = 128).
 inline constexpr int gpu_tp_merge_t_max_cols = 128;
+template <class T>
+bool gpu_tp_merge_t_runs(int n, int nb);
 template <class T>
 void gpu_tp_merge_t(int n, int nb, const T* Tm, const T* S, int lds, T* Tb, int ldtb, cudaStream_t stream);
 
