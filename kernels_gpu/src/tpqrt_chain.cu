@@ -566,6 +566,11 @@ bool launch_chain(const chain_args<T>& g, int max_grid, bool clear, cudaStream_t
   check(fn, "cudaLaunchCooperativeKernel",
         cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(static_cast<unsigned>(grid)),
                                     dim3(threads), args, smem, stream));
+  // And cleared after: a later call's panel flags may lie where these counters were, and their
+  // counts (up to the panels' number) would read there as flags already set.
+  if (g.chains > 1)
+    check(fn, "cudaMemsetAsync (progress)",
+          cudaMemsetAsync(g.flags + g.chains * g.npanels, 0, sizeof(int) * std::size_t(g.chains) * g.nslabs, stream));
   return true;
 }
 

@@ -42,7 +42,8 @@ std::size_t gpu_tpqrt_chain_workspace(int m, int nrhs = 0, int chains = 1);
 // reflectors are in its rows of U and panel t's T at T + 1024 (c npanels + t) (npanels =
 // ceil(m / 32)): Q^T = Q_{chains-1}^T ... Q_0^T, which [C1; C2] gets; T needs chains * npanels
 // blocks. The flags above are block 0's (so that another stream can wait for a panel only where
-// chains = 1).
+// chains = 1). The blocks' progress counters, in work after the flags, are 0 again when the call
+// is done (on stream), so that a later call's flags may lie there.
 // Whether gpu_tpqrt_chain runs for p added rows in `chains` blocks on the current device (it
 // returns false where not).
 template <class T>
