@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <utility>
@@ -413,6 +414,16 @@ inline void larger_blocks(qr::target on) {
   check_factors(u, p, "delete 200 columns at 20");
 }
 
+// Updates o at (k, size) in turn, each checked.
+template <class T>
+void apply_each(qr::updatable<T>& u, problem<T>& p, op o, std::initializer_list<std::pair<int, int>> at,
+                const std::string& note) {
+  for (const auto& [k, s] : at) {
+    apply(u, p, o, k, s);
+    check_factors(u, p, std::string(name(o)) + " " + std::to_string(s) + " at " + std::to_string(k) + note);
+  }
+}
+
 // Deleting columns without Q at the default panel widths: up to 512 columns in the form of
 // inserting rows (on the GPU its persistent kernel, 32-column panels), more in the band's form
 // (on the GPU 128-column panels).
@@ -420,10 +431,7 @@ template <class T>
 void deletions_without_q(qr::target on) {
   problem<T> p;
   auto u = make<T>(p, 900, 700, 2, qr::q_mode::none, on, 0);
-  for (const auto& [k, s] : {std::pair{40, 30}, std::pair{100, 150}, std::pair{10, 500}}) {
-    apply(u, p, op::delete_columns, k, s);
-    check_factors(u, p, "delete " + std::to_string(s) + " columns at " + std::to_string(k) + ", no Q");
-  }
+  apply_each(u, p, op::delete_columns, {{40, 30}, {100, 150}, {10, 500}}, ", no Q");
   problem<T> q;
   auto v = make<T>(q, 800, 700, 1, qr::q_mode::none, on, 0);
   apply(v, q, op::delete_columns, 30, 600);
@@ -437,10 +445,7 @@ template <class T>
 void insertions_without_q(qr::target on) {
   problem<T> p;
   auto u = make<T>(p, 500, 400, 2, qr::q_mode::none, on, 0);
-  for (const auto& [k, s] : {std::pair{0, 64}, std::pair{250, 65}, std::pair{100, 300}, std::pair{900, 512}}) {
-    apply(u, p, op::insert_rows, k, s);
-    check_factors(u, p, "insert " + std::to_string(s) + " rows at " + std::to_string(k) + ", no Q");
-  }
+  apply_each(u, p, op::insert_rows, {{0, 64}, {250, 65}, {100, 300}, {900, 512}}, ", no Q");
 }
 
 // Deleting columns with Q: 200 and 300 in the form of inserting rows; 600 in the band's form (on

@@ -308,6 +308,12 @@ int tp_chains(const update_state<B, T>& st, int p) {
 // 5.6-5.9; four at a time was slower than two (its Gram product and T on lane Q's path)
 // (docs/results/2026-11-27-tpqrt-chains-h100.md).
 inline constexpr int tp_q_group = 2;
+// The panels lane Q takes at a time in tp_retriangularize (the GPU's kernel: nb = 32), which
+// tp_workspace allocates for.
+template <class B>
+int tp_q_panels(int nb) {
+  return B::on_gpu && nb == 32 ? tp_q_group : 1;
+}
 template <class B, class T>
 void tp_workspace(update_state<B, T>& st, int m, int p, int nb) {
   auto& be = st.be;
@@ -318,7 +324,7 @@ void tp_workspace(update_state<B, T>& st, int m, int p, int nb) {
   be.ensure(st.work_r, std::size_t(nb) * std::max(m, 1));
   if (st.nrhs > 0) be.ensure(st.work_d, std::size_t(nb) * st.nrhs);
   if (st.qcols() > 0) {
-    const int w = B::on_gpu && nb == 32 ? std::min(m, tp_q_group * nb) : nb;
+    const int w = std::min(m, tp_q_panels<B>(nb) * nb);
     be.ensure(st.work_q, std::size_t(w) * st.n);
     if (w > nb) be.ensure(st.qgram, std::size_t(w) * w), be.ensure(st.qtmat, std::size_t(w) * w);
   }
@@ -352,7 +358,7 @@ void tp_retriangularize(update_state<B, T>& st, int m, int p, int nb, T* Rs, int
   if (nb == 32 &&
       be.tp_chain(lane_r, m, p, st.nrhs, Rs, ldr, U, ldp, D1, ldd1, D2, ldd2, st.tmats.data(),
                   Q1 ? 1 : tp_chains(st, p))) {
-    const int group = B::on_gpu ? tp_q_group : 1;  // as tp_workspace allocated
+    const int group = tp_q_panels<B>(nb);
     for (int t0 = 0; t0 < npanels && Q1; t0 += group) {
       const int t1 = std::min(npanels, t0 + group);
       be.tp_chain_wait(lane_q, t1 - 1);  // the panels are done in order
