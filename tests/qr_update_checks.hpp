@@ -448,6 +448,16 @@ void insertions_without_q(qr::target on) {
   apply_each(u, p, op::insert_rows, {{0, 64}, {250, 65}, {100, 300}, {900, 512}}, ", no Q");
 }
 
+// Adding rows with Q where Q's p new columns pass detail::tp_q_large_bytes in double (8512 x 512,
+// 35 MB): on the GPU lane Q then takes 8 panels at a time, their T merged by halves (256 columns:
+// two kernel calls of 128 and the GEMMs between; the last 200 columns: halves of 128 and 72).
+template <class T>
+void insertions_with_large_q(qr::target on) {
+  problem<T> p;
+  auto u = make<T>(p, 8000, 456, 1, qr::q_mode::thin, on, 0);
+  apply_each(u, p, op::insert_rows, {{4000, 512}}, ", thin Q");
+}
+
 // Deleting columns with Q: 200 and 300 in the form of inserting rows; 600 in the band's form (on
 // the GPU 128-column panels, whose products with T on R, D and Q are GEMMs with T's zeros, the GPU
 // backend's t_mult, not TRMMs).

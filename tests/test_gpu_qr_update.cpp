@@ -29,6 +29,10 @@ TEST_CASE("qr update, GPU: adding rows without Q at the default panel width") {
   upd::insertions_without_q<double>(target::gpu);
   upd::insertions_without_q<float>(target::gpu);
 }
+TEST_CASE("qr update, GPU: adding rows with Q's new columns past 32 MB (lane Q's groups of 8)") {
+  upd::insertions_with_large_q<double>(target::gpu);
+  upd::insertions_with_large_q<float>(target::gpu);
+}
 TEST_CASE("qr update, GPU: deleting 200 to 600 columns with Q (both forms)") {
   upd::deletions_with_wide_panels<double>(target::gpu);
   upd::deletions_with_wide_panels<float>(target::gpu);

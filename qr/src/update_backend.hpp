@@ -187,7 +187,7 @@ struct host_backend {
   void tp_chain_wait(int, int) {}
   // The T of tp_chain's consecutive panels (n columns in panels of nb, their reflectors' rows
   // below R's U (p x n, ldu), their T at Tm, ld nb) as one block reflector's: Tb (n x n, ld n), S
-  // (n x n) workspace, where the backend has it (the GPU's kernels::gpu_tp_merge_t); false: the
+  // (2 n x n) workspace, where the backend has it (the GPU's kernels::gpu_tp_merge_t); false: the
   // caller takes the panels one by one.
   template <class T>
   bool tp_merge_t(int, int, int, int, const T*, int, const T*, T*, T*) {
@@ -295,8 +295,11 @@ struct gpu_backend {
             int lda, T* B, int ldb);
   // As the host backend's; from a T of order 128 on, a GEMM into X (T is gpu_geqrt's, zero below
   // its diagonal): cuBLAS's TRMM took 24-31 us against the GEMM's 11-15 on an H100 (order 64: in
-  // place 8.6 us, GEMM 10.2).
-  static constexpr int t_mult_x_from = 128;
+  // place 8.6 us, GEMM 10.2). From the right on t_mult_x_rows rows or more, also below that order
+  // where the caller gives X: Q's 14500 rows, T of order 32 / 64 / 256, the TRMM in place took
+  // 10.0 / 22.7 / 161 us and the GEMM 6.7 / 10.6 / 50 (H100, double;
+  // docs/results/2026-11-27-lane-q-h100.md).
+  static constexpr int t_mult_x_from = 128, t_mult_x_rows = 8192;
   template <class T>
   T* t_mult(int lane, char side, char ta, int m, int n, const T* Tm, int ldt, T* W, T* X);
   // As the host backend's, on lane's stream.

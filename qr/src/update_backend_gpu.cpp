@@ -207,7 +207,7 @@ void gpu_backend::trmm(int lane, char side, char uplo, char ta, char diag, int m
 
 template <class T>
 T* gpu_backend::t_mult(int lane, char side, char ta, int m, int n, const T* Tm, int ldt, T* W, T* X) {
-  if ((side == 'L' ? m : n) < t_mult_x_from) {
+  if (!X || ((side == 'L' ? m : n) < t_mult_x_from && (side == 'L' || m < t_mult_x_rows))) {
     trmm(lane, side, 'U', ta, 'N', m, n, T(1), Tm, ldt, W, m);
     return W;
   }
@@ -344,9 +344,27 @@ void gpu_backend::tp_chain_wait(int lane, int t) {
 
 template <class T>
 bool gpu_backend::tp_merge_t(int lane, int n, int nb, int p, const T* U, int ldu, const T* Tm, T* S, T* Tb) {
-  if (!kernels::gpu_tp_merge_t_runs<T>(n, nb)) return false;
+  constexpr int leaf = kernels::gpu_tp_merge_t_max_cols;
+  if (!kernels::gpu_tp_merge_t_runs<T>(std::min(n, leaf), nb)) return false;
   gemm(lane, 'T', 'N', n, n, p, T(1), U, ldu, U, ldu, T(0), S, n);
-  kernels::gpu_tp_merge_t(n, nb, Tm, S, n, Tb, n, _r->s[lane]);
+  // Wider than the kernel takes: halves at a panel boundary, merged by LARFT's block recurrence,
+  // T_12 = -T_11 S_12 T_22 (two GEMMs through Y, S's second half; T's zeros are stored).
+  T* Y = S + std::size_t(n) * n;
+  auto at = [n](T* A, int i, int j) { return A + i + std::size_t(j) * n; };
+  auto merge = [&](auto& self, int off, int len) -> void {
+    if (len <= leaf) {
+      kernels::gpu_tp_merge_t(len, nb, Tm + std::size_t(off / nb) * nb * nb, at(S, off, off), n, at(Tb, off, off), n,
+                              _r->s[lane]);
+      return;
+    }
+    const int h = (len / 2 + nb - 1) / nb * nb, k = len - h;
+    self(self, off, h);
+    self(self, off + h, k);
+    gemm(lane, 'N', 'N', h, k, h, T(1), at(Tb, off, off), n, at(S, off, off + h), n, T(0), Y, h);
+    gemm(lane, 'N', 'N', h, k, k, T(-1), Y, h, at(Tb, off + h, off + h), n, T(0), at(Tb, off, off + h), n);
+    zero(lane, k, h, at(Tb, off + h, off), n);
+  };
+  merge(merge, 0, n);
   return true;
 }
 

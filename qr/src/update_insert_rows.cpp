@@ -18,10 +18,15 @@ void insert_rows(update_state<B, T>& st, int k, const T* u, int ldu, int p, cons
   if (qc > 0) {
     be.ensure(st.spare_q, std::size_t(n2) * (qc + p));
     T* q2 = st.spare_q.data();
-    be.zero(lane_q, n2, qc + p, q2, n2);
+    // Each element written once (full Q at n = 14000 is 1.6 GB: a zeroing pass first cost as much
+    // as the copy): Q's rows, the zero rows between them, and the new columns [0; I; 0].
+    T* q2e = q2 + std::size_t(qc) * n2;
     be.copy(lane_q, k, qc, st.Q(0, 0), st.ldq, q2, n2);
+    be.zero(lane_q, p, qc, q2 + k, n2);
     be.copy(lane_q, n - k, qc, st.Q(k, 0), st.ldq, q2 + k + p, n2);
-    be.identity(lane_q, p, q2 + k + std::size_t(qc) * n2, n2);
+    be.zero(lane_q, k, p, q2e, n2);
+    be.identity(lane_q, p, q2e + k, n2);
+    be.zero(lane_q, n - k, p, q2e + k + p, n2);
     st.adopt_q(n2);
   }
   // D' = [D; BU]: the new right-hand sides below D (full: D's own rows; else a separate block).
@@ -44,8 +49,8 @@ void insert_rows(update_state<B, T>& st, int k, const T* u, int ldu, int p, cons
   }
   if (full) {  // R keeps rows x cols with zeros below: rows grow
     be.ensure(st.spare_r, std::size_t(n2) * m);
-    be.zero(lane_r, n2, m, st.spare_r.data(), n2);
     be.copy(lane_r, m, m, st.R(0, 0), st.ldr, st.spare_r.data(), n2);
+    be.zero(lane_r, n2 - m, m, st.spare_r.data() + m, n2);
     st.adopt_r(n2);
   }
   st.n = n2;

@@ -171,20 +171,22 @@ void apply_explicit(B& be, int lane, char side, int h, int nb, int other, const 
 }
 
 // [Ctop Cbot] := [Ctop Cbot] H, H = I - V T V^T with V = [I; Vb] (Vb hb x nb, ldv; the seed's
-// [I; 0; v] reflectors of adding rows), Ctop nrows x nb, Cbot nrows x hb. W: nrows x nb workspace.
+// [I; 0; v] reflectors of adding rows), Ctop nrows x nb, Cbot nrows x hb. W: nrows x nb workspace;
+// X: as much again or null (then T's product is a TRMM in place; B::t_mult decides).
 template <class B, class T>
 void apply_right_tp(B& be, int lane, int nrows, int nb, int hb, const T* Vb, int ldv, const T* Tm, int ldt, T* Ctop,
-                    int ldct, T* Cbot, int ldcb, T* W) {
+                    int ldct, T* Cbot, int ldcb, T* W, T* X) {
   if (nrows <= 0 || nb <= 0) return;
-  be.split(nrows, apply_grain, [&](int r0, int rn) {  // rows of C, W's elements nb * r0.. (ld rn)
+  be.split(nrows, apply_grain, [&](int r0, int rn) {  // rows of C, W's (X's) elements nb * r0.. (ld rn)
     T* Wc = W + std::size_t(nb) * r0;
+    T* Xc = X ? X + std::size_t(nb) * r0 : nullptr;
     T* Ct = Ctop + r0;
     T* Cb = Cbot + r0;
     be.copy(lane, rn, nb, Ct, ldct, Wc, rn);
     if (hb > 0) be.gemm(lane, 'N', 'N', rn, nb, hb, T(1), Cb, ldcb, Vb, ldv, T(1), Wc, rn);
-    be.trmm(lane, 'R', 'U', 'N', 'N', rn, nb, T(1), Tm, ldt, Wc, rn);
-    if (hb > 0) be.gemm(lane, 'N', 'T', rn, hb, nb, T(-1), Wc, rn, Vb, ldv, T(1), Cb, ldcb);
-    be.sub(lane, rn, nb, Wc, rn, Ct, ldct);
+    const T* WT = be.t_mult(lane, 'R', 'N', rn, nb, Tm, ldt, Wc, Xc);
+    if (hb > 0) be.gemm(lane, 'N', 'T', rn, hb, nb, T(-1), WT, rn, Vb, ldv, T(1), Cb, ldcb);
+    be.sub(lane, rn, nb, WT, rn, Ct, ldct);
   });
 }
 
@@ -301,18 +303,22 @@ template <class B, class T>
 int tp_chains(const update_state<B, T>& st, int p) {
   return st.qcols() > 0 ? 1 : (p + tp_chain_rows - 1) / tp_chain_rows;
 }
-// With Q, lane Q takes the GPU kernel's panels two at a time, as one block reflector
-// (kernels::gpu_tp_merge_t): Q's p new columns, n x p, are read and written once a pair instead
-// of once a panel. On the H100 in double, with the full Q: 500 rows to 14000 x 3000 13.5 ms
-// against 16.1-16.3 one at a time, deleting 100 columns of 6000 x 3000 at k = 0 4.1 against
-// 5.6-5.9; four at a time was slower than two (its Gram product and T on lane Q's path)
-// (docs/results/2026-11-27-tpqrt-chains-h100.md).
-inline constexpr int tp_q_group = 2;
-// The panels lane Q takes at a time in tp_retriangularize (the GPU's kernel: nb = 32), which
-// tp_workspace allocates for.
-template <class B>
-int tp_q_panels(int nb) {
-  return B::on_gpu && nb == 32 ? tp_q_group : 1;
+// With Q, lane Q takes the GPU kernel's panels several at a time as one block reflector
+// (kernels::gpu_tp_merge_t, wider groups merged by halves): Q's p new columns, n x p, are read and
+// written once a group instead of once a panel. Pairs, and 8 panels where those columns pass
+// tp_q_large_bytes. On the H100, with the full Q: 500 rows to 14000 x 3000 in double (58 MB)
+// 11.2-11.5 ms with 8 against 12.6-13.0 with pairs (pairs against one panel at a time, an earlier
+// call: 13.5 against 16.1-16.3); in single (29 MB), 200 rows to 8000 x 3000 and the deletions as
+// rows (up to 24 MB) pairs were faster than 4, 8 or 16, the merge's wait and the group's tail
+// costing more than the traffic saved (docs/results/2026-11-27-lane-q-h100.md).
+inline constexpr int tp_q_group = 2, tp_q_group_large = 8;
+inline constexpr std::size_t tp_q_large_bytes = std::size_t(32) << 20;
+// The panels lane Q takes at a time in tp_retriangularize (the GPU's kernel: nb = 32) for p new
+// columns of Q, which tp_workspace allocates for.
+template <class B, class T>
+int tp_q_panels(const update_state<B, T>& st, int nb, int p) {
+  if (!B::on_gpu || nb != 32) return 1;
+  return std::size_t(st.n) * p * sizeof(T) >= tp_q_large_bytes ? tp_q_group_large : tp_q_group;
 }
 template <class B, class T>
 void tp_workspace(update_state<B, T>& st, int m, int p, int nb) {
@@ -324,9 +330,9 @@ void tp_workspace(update_state<B, T>& st, int m, int p, int nb) {
   be.ensure(st.work_r, std::size_t(nb) * std::max(m, 1));
   if (st.nrhs > 0) be.ensure(st.work_d, std::size_t(nb) * st.nrhs);
   if (st.qcols() > 0) {
-    const int w = std::min(m, tp_q_panels<B>(nb) * nb);
-    be.ensure(st.work_q, std::size_t(w) * st.n);
-    if (w > nb) be.ensure(st.qgram, std::size_t(w) * w), be.ensure(st.qtmat, std::size_t(w) * w);
+    const int w = std::min(m, tp_q_panels(st, nb, p) * nb);
+    be.ensure(st.work_q, std::size_t(B::on_gpu ? 2 : 1) * w * st.n);  // W, and X on the GPU
+    if (w > nb) be.ensure(st.qgram, 2 * std::size_t(w) * w), be.ensure(st.qtmat, std::size_t(w) * w);
   }
 }
 template <class B, class T>
@@ -340,17 +346,18 @@ void tp_retriangularize(update_state<B, T>& st, int m, int p, int nb, T* Rs, int
   // reflector where the backend merges their T, else panel by panel.
   auto q_take = [&](int t0, int t1) {
     const int j0 = t0 * nb, w = std::min(m, t1 * nb) - j0;
+    T* X = B::on_gpu ? st.work_q.data() + std::size_t(w) * n : nullptr;
     const T* Vb = U + std::size_t(j0) * ldp;
     if (t1 - t0 > 1 && be.tp_merge_t(lane_q, w, nb, p, Vb, ldp, st.tmats.data() + std::size_t(t0) * nb * nb,
                                      st.qgram.data(), st.qtmat.data())) {
       apply_right_tp(be, lane_q, n, w, p, Vb, ldp, st.qtmat.data(), w, Q1 + std::size_t(j0) * ldq1, ldq1, Q2, ldq2,
-                     st.work_q.data());
+                     st.work_q.data(), X);
       return;
     }
     for (int t = t0; t < t1; ++t) {
       const int jt = t * nb, jb = std::min(nb, m - jt);
       apply_right_tp(be, lane_q, n, jb, p, U + std::size_t(jt) * ldp, ldp, st.tmats.data() + std::size_t(t) * nb * nb,
-                     nb, Q1 + std::size_t(jt) * ldq1, ldq1, Q2, ldq2, st.work_q.data());
+                     nb, Q1 + std::size_t(jt) * ldq1, ldq1, Q2, ldq2, st.work_q.data(), X);
     }
   };
   // Every panel, Rs's blocks where they lie and D with them, in one call where the backend has one
@@ -358,7 +365,7 @@ void tp_retriangularize(update_state<B, T>& st, int m, int p, int nb, T* Rs, int
   if (nb == 32 &&
       be.tp_chain(lane_r, m, p, st.nrhs, Rs, ldr, U, ldp, D1, ldd1, D2, ldd2, st.tmats.data(),
                   Q1 ? 1 : tp_chains(st, p))) {
-    const int group = tp_q_panels<B>(nb);
+    const int group = tp_q_panels(st, nb, p);
     for (int t0 = 0; t0 < npanels && Q1; t0 += group) {
       const int t1 = std::min(npanels, t0 + group);
       be.tp_chain_wait(lane_q, t1 - 1);  // the panels are done in order
