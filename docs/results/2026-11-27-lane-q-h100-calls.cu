@@ -1,5 +1,5 @@
 // The standalone program behind 2026-11-27-lane-q-h100-calls.txt (lane Q's calls, one at a time):
-// nvcc -O2 -arch=sm_90 -o calls 2026-11-27-lane-q-h100-calls.cu -lcublas
+// nvcc -O2 -arch=sm_90 -o calls 2026-11-27-lane-q-h100-calls.cu -lcublas; ./calls (14500 rows), ./calls small
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cstdio>
@@ -97,7 +97,13 @@ void run(const char* name, int n, int m, int p, int w) {
   cudaFree(Q); cudaFree(V); cudaFree(Tm); cudaFree(W); cudaFree(X);
   cublasDestroy(h); cudaStreamDestroy(s);
 }
-int main() {
+int main(int argc, char**) {
+  if (argc > 1) {  // 2026-11-27-lane-q-h100-calls-small.txt: fewer rows, 100 new columns
+    for (int n : {2048, 4096, 6000})
+      for (int w : {32, 64}) { run<double>("d", n, 2900, 100, w); run<float>("s", n, 2900, 100, w); }
+    for (int w : {32, 64}) run<double>("d", 6000, 2500, 500, w);
+    return 0;
+  }
   for (int w : {32, 64, 128, 256, 512}) { run<double>("d", 14500, 3000, 500, w); run<float>("s", 14500, 3000, 500, w); }
   for (int w : {64, 256}) { run<double>("d", 8200, 3000, 200, w); }
   return 0;
