@@ -439,13 +439,13 @@ void deletions_without_q(qr::target on) {
 }
 
 // Adding rows without Q at the default panel width: on the GPU the persistent kernel with U's rows
-// in blocks of 64 (detail::tp_chain_rows), pipelined: one block, one and a bit, several, the most
-// one call takes; the right-hand sides with them.
+// in blocks of 64 (detail::tp_chain_rows), pipelined: one block, one and a bit, several, and more
+// than one chain could hold (1000 rows, 16 blocks); the right-hand sides with them.
 template <class T>
 void insertions_without_q(qr::target on) {
   problem<T> p;
   auto u = make<T>(p, 500, 400, 2, qr::q_mode::none, on, 0);
-  apply_each(u, p, op::insert_rows, {{0, 64}, {250, 65}, {100, 300}, {900, 512}}, ", no Q");
+  apply_each(u, p, op::insert_rows, {{0, 64}, {250, 65}, {100, 300}, {900, 512}, {700, 1000}}, ", no Q");
 }
 
 // Adding rows with Q where Q's p new columns pass detail::tp_q_large_bytes in double (8512 x 512,

@@ -70,14 +70,17 @@ int panel_width(int given, target on, int delete_p = 0, bool q_kept = true, bool
 }
 
 // Adding p rows on the GPU: 32, the persistent kernel's width (kernels::gpu_tpqrt_chain), where
-// it runs; else 32 where the (32 + p) x 32 panel is one kernel, else the default 64
+// it runs with U's rows in `chains` blocks (detail::tp_chains: without Q, blocks of 64, so any p);
+// else 32 where the (32 + p) x 32 panel is one kernel, else the default 64
 // (docs/results/2026-11-24-insert-rows-fused-h100.md).
-int insert_rows_width(int given, target on, int p, bool single, int otherwise) {
+int insert_rows_width(int given, target on, int p, bool single, int chains, int otherwise) {
   if (given > 0) return given;
 #if TESSERA_QR_CUDA
-  if (on == target::gpu &&
-      (single ? kernels::gpu_tpqrt_chain_runs<float>(p) : kernels::gpu_tpqrt_chain_runs<double>(p)))
+  if (on == target::gpu && p <= detail::tp_chain_p_max && (single ? kernels::gpu_tpqrt_chain_runs<float>(p, chains)
+                                   : kernels::gpu_tpqrt_chain_runs<double>(p, chains)))
     return 32;
+#else
+  (void)chains;
 #endif
   return one_kernel_panel(on, 32 + p, single) ? 32 : otherwise;
 }
@@ -343,7 +346,7 @@ void updatable<T>::delete_columns(int k, int p) {
     constexpr bool single = std::is_same_v<typename std::decay_t<decltype(st)>::value_type, float>;
     // The form (update_delete_columns.cpp) and its panel width: inserted rows take adding rows'.
     const bool as_rows = detail::deletes_by_rows(p, st.mode != q_mode::none);
-    const int nb = as_rows ? insert_rows_width(st.nb_given, on, p, single, st.nb)
+    const int nb = as_rows ? insert_rows_width(st.nb_given, on, p, single, detail::tp_chains(st, p), st.nb)
                            : panel_width(st.nb_given, on, p, st.mode != q_mode::none, single);
     detail::delete_columns(st, k, p, nb, as_rows);
   });
@@ -377,7 +380,8 @@ void updatable<T>::insert_rows(int k, matrix_ref<const T> u, matrix_ref<const T>
   if (nr > 0) require_finite_on_device(fn, "bu", bu, *_s);
   _s->run([&](auto& st) {
     constexpr bool single = std::is_same_v<typename std::decay_t<decltype(st)>::value_type, float>;
-    detail::insert_rows(st, k, u.data, u.ld, p, bu.data, bu.ld, insert_rows_width(st.nb_given, on, p, single, st.nb));
+    const int nb = insert_rows_width(st.nb_given, on, p, single, detail::tp_chains(st, p), st.nb);
+    detail::insert_rows(st, k, u.data, u.ld, p, bu.data, bu.ld, nb);
   });
 }
 

@@ -299,6 +299,11 @@ void householder_compress(update_state<B, T>& st, int rows, int c, T* X, int ldx
 // 14000 x 3000, deleting 500 columns of 6000 x 3000 at k = 0 .. 2000), blocks of 128 about the
 // same, 256 0.72-0.82 (docs/results/2026-11-27-tpqrt-chains-h100.md).
 inline constexpr int tp_chain_rows = 64;
+// The most rows that adding rows without Q gives the kernel (in blocks; beyond, 64-column panels):
+// on the H100, adding 1000 rows to 14000 x 3000 took 15.7-16.4 ms in blocks against 22.8-23.5 by
+// panels in double (single 12.9-13.3 against 17.5-19.5), 2000 rows 38.7-41.0 against 30.3-31.6
+// (docs/results/2026-11-27-lane-q-h100.md).
+inline constexpr int tp_chain_p_max = 1024;
 template <class B, class T>
 int tp_chains(const update_state<B, T>& st, int p) {
   return st.qcols() > 0 ? 1 : (p + tp_chain_rows - 1) / tp_chain_rows;
