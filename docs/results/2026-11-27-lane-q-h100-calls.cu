@@ -63,32 +63,25 @@ void run(const char* name, int n, int m, int p, int w) {
     }
     cudaEventRecord(b, s); cudaEventSynchronize(b);
     float tot; cudaEventElapsedTime(&tot, a, b);
-    // Without events between: the sequence alone (minus the GEMM-into-X alternative).
-    cudaEventRecord(a, s);
-    for (int g = 0; g < groups; ++g) {
-      T* Q1 = Q + size_t(n) * g * w;
-      const T* Vb = V + size_t(ldv) * g * w;
-      cudaMemcpy2DAsync(W, sizeof(T) * n, Q1, sizeof(T) * n, sizeof(T) * n, w, cudaMemcpyDeviceToDevice, s);
-      B<T>::gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, w, p, &one, Q2, n, Vb, ldv, &one, W, n);
-      B<T>::trmm(h, n, w, &one, Tm, w, W, n, W, n);
-      B<T>::gemm(h, CUBLAS_OP_N, CUBLAS_OP_T, n, p, w, &mone, W, n, Vb, ldv, &one, Q2, n);
-      B<T>::geam(h, n, w, &one, Q1, n, &mone, W, n, Q1, n);
-    }
-    cudaEventRecord(b, s); cudaEventSynchronize(b);
-    float seq; cudaEventElapsedTime(&seq, a, b);
-    // GEMM into X in place of the TRMM.
-    cudaEventRecord(a, s);
-    for (int g = 0; g < groups; ++g) {
-      T* Q1 = Q + size_t(n) * g * w;
-      const T* Vb = V + size_t(ldv) * g * w;
-      cudaMemcpy2DAsync(W, sizeof(T) * n, Q1, sizeof(T) * n, sizeof(T) * n, w, cudaMemcpyDeviceToDevice, s);
-      B<T>::gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, w, p, &one, Q2, n, Vb, ldv, &one, W, n);
-      B<T>::gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, w, w, &one, W, n, Tm, w, &zero, X, n);
-      B<T>::gemm(h, CUBLAS_OP_N, CUBLAS_OP_T, n, p, w, &mone, X, n, Vb, ldv, &one, Q2, n);
-      B<T>::geam(h, n, w, &one, Q1, n, &mone, X, n, Q1, n);
-    }
-    cudaEventRecord(b, s); cudaEventSynchronize(b);
-    float seqx; cudaEventElapsedTime(&seqx, a, b);
+    // Without events between: the sequence alone, T's product by the TRMM in place or by a GEMM into X.
+    auto sequence = [&](bool gemm_t) {
+      cudaEventRecord(a, s);
+      for (int g = 0; g < groups; ++g) {
+        T* Q1 = Q + size_t(n) * g * w;
+        const T* Vb = V + size_t(ldv) * g * w;
+        cudaMemcpy2DAsync(W, sizeof(T) * n, Q1, sizeof(T) * n, sizeof(T) * n, w, cudaMemcpyDeviceToDevice, s);
+        B<T>::gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, w, p, &one, Q2, n, Vb, ldv, &one, W, n);
+        if (gemm_t) B<T>::gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, w, w, &one, W, n, Tm, w, &zero, X, n);
+        else B<T>::trmm(h, n, w, &one, Tm, w, W, n, W, n);
+        T* WT = gemm_t ? X : W;
+        B<T>::gemm(h, CUBLAS_OP_N, CUBLAS_OP_T, n, p, w, &mone, WT, n, Vb, ldv, &one, Q2, n);
+        B<T>::geam(h, n, w, &one, Q1, n, &mone, WT, n, Q1, n);
+      }
+      cudaEventRecord(b, s); cudaEventSynchronize(b);
+      float ms; cudaEventElapsedTime(&ms, a, b);
+      return ms;
+    };
+    const float seq = sequence(false), seqx = sequence(true);
     if (rep == 1)
       printf("%s n=%d m=%d p=%d w=%d groups=%d: evented total %.3f ms; per group us: copy %.1f gemm1 %.1f trmm %.1f gemmT %.1f gemm3 %.1f geam %.1f | sequence %.3f ms, with GEMM for T %.3f ms\n",
              name, n, m, p, w, groups, tot, 1e3 * acc[1] / groups, 1e3 * acc[2] / groups, 1e3 * acc[3] / groups,
