@@ -448,6 +448,18 @@ void insertions_without_q(qr::target on) {
   apply_each(u, p, op::insert_rows, {{0, 64}, {250, 65}, {100, 300}, {900, 512}, {700, 1000}}, ", no Q");
 }
 
+// Adding more rows than the GPU's kernel takes: with Q more than one chain holds (600), without Q
+// more than detail::tp_chain_p_max (1100); on the GPU both go to the 64-column panels.
+template <class T>
+void insertions_past_the_kernel(qr::target on) {
+  problem<T> p;
+  auto u = make<T>(p, 300, 200, 1, qr::q_mode::full, on, 0);
+  apply_each(u, p, op::insert_rows, {{100, 600}}, ", full Q");
+  problem<T> q;
+  auto v = make<T>(q, 300, 200, 1, qr::q_mode::none, on, 0);
+  apply_each(v, q, op::insert_rows, {{0, 1100}}, ", no Q");
+}
+
 // Adding rows with Q where Q's p new columns pass detail::tp_q_large_bytes in double (8512 x 512,
 // 35 MB): on the GPU lane Q then takes 8 panels at a time, their T merged by halves (256 columns:
 // two kernel calls of 128 and the GEMMs between; the last 200 columns: halves of 128 and 72).

@@ -33,6 +33,10 @@ TEST_CASE("qr update, GPU: adding rows with Q's new columns past 32 MB (lane Q's
   upd::insertions_with_large_q<double>(target::gpu);
   upd::insertions_with_large_q<float>(target::gpu);
 }
+TEST_CASE("qr update, GPU: adding more rows than the persistent kernel takes") {
+  upd::insertions_past_the_kernel<double>(target::gpu);
+  upd::insertions_past_the_kernel<float>(target::gpu);
+}
 TEST_CASE("qr update, GPU: deleting 200 to 600 columns with Q (both forms)") {
   upd::deletions_with_wide_panels<double>(target::gpu);
   upd::deletions_with_wide_panels<float>(target::gpu);

@@ -29,6 +29,10 @@ TEST_CASE("qr update, CPUs: adding rows without Q at the default panel width") {
   upd::insertions_without_q<double>(target::cpu);
   upd::insertions_without_q<float>(target::cpu);
 }
+TEST_CASE("qr update, CPUs: adding more rows than the persistent kernel takes") {
+  upd::insertions_past_the_kernel<double>(target::cpu);
+  upd::insertions_past_the_kernel<float>(target::cpu);
+}
 TEST_CASE("qr update, CPUs: deleting 200 to 600 columns with Q (both forms)") {
   upd::deletions_with_wide_panels<double>(target::cpu);
   upd::deletions_with_wide_panels<float>(target::cpu);
