@@ -207,7 +207,8 @@ void gpu_backend::trmm(int lane, char side, char uplo, char ta, char diag, int m
 
 template <class T>
 T* gpu_backend::t_mult(int lane, char side, char ta, int m, int n, const T* Tm, int ldt, T* W, T* X) {
-  if (!X || ((side == 'L' ? m : n) < t_mult_x_from && (side == 'L' || m < t_mult_x_rows))) {
+  const bool gemm_into_x = X && ((side == 'L' ? m : n) >= t_mult_x_from || (side == 'R' && m >= t_mult_x_rows));
+  if (!gemm_into_x) {
     trmm(lane, side, 'U', ta, 'N', m, n, T(1), Tm, ldt, W, m);
     return W;
   }

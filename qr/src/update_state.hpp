@@ -172,7 +172,7 @@ void apply_explicit(B& be, int lane, char side, int h, int nb, int other, const 
 
 // [Ctop Cbot] := [Ctop Cbot] H, H = I - V T V^T with V = [I; Vb] (Vb hb x nb, ldv; the seed's
 // [I; 0; v] reflectors of adding rows), Ctop nrows x nb, Cbot nrows x hb. W: nrows x nb workspace;
-// X: as much again or null (then T's product is a TRMM in place; B::t_mult decides).
+// X: as much again or null (null: T's product is a TRMM in place; else B::t_mult decides).
 template <class B, class T>
 void apply_right_tp(B& be, int lane, int nrows, int nb, int hb, const T* Vb, int ldv, const T* Tm, int ldt, T* Ctop,
                     int ldct, T* Cbot, int ldcb, T* W, T* X) {
@@ -336,7 +336,7 @@ void tp_workspace(update_state<B, T>& st, int m, int p, int nb) {
   if (st.nrhs > 0) be.ensure(st.work_d, std::size_t(nb) * st.nrhs);
   if (st.qcols() > 0) {
     const int w = std::min(m, tp_q_panels(st, nb, p) * nb);
-    be.ensure(st.work_q, std::size_t(B::on_gpu ? 2 : 1) * w * st.n);  // W, and X on the GPU
+    be.ensure(st.work_q, 2 * std::size_t(w) * st.n);  // W, and X where the backend's t_mult uses it
     if (w > nb) be.ensure(st.qgram, 2 * std::size_t(w) * w), be.ensure(st.qtmat, std::size_t(w) * w);
   }
 }
@@ -351,7 +351,7 @@ void tp_retriangularize(update_state<B, T>& st, int m, int p, int nb, T* Rs, int
   // reflector where the backend merges their T, else panel by panel.
   auto q_take = [&](int t0, int t1) {
     const int j0 = t0 * nb, w = std::min(m, t1 * nb) - j0;
-    T* X = B::on_gpu ? st.work_q.data() + std::size_t(w) * n : nullptr;
+    T* X = st.work_q.data() + std::size_t(w) * n;
     const T* Vb = U + std::size_t(j0) * ldp;
     if (t1 - t0 > 1 && be.tp_merge_t(lane_q, w, nb, p, Vb, ldp, st.tmats.data() + std::size_t(t0) * nb * nb,
                                      st.qgram.data(), st.qtmat.data())) {
