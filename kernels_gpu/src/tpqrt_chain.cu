@@ -277,7 +277,10 @@ __device__ __forceinline__ void factor_panel(const chain_args<T>& g, int s, T* t
   __syncthreads();
   if (tid < 32) {
     double mx = fmax(fmax(cmax[tid], cmax[32 + tid]), fmax(cmax[64 + tid], cmax[96 + tid]));
-    for (int i = 0; i <= tid; ++i) mx = fmax(mx, fabs(Rs[i * ld33 + tid]));
+    double rm[4] = {};  // R's column, zeros below the diagonal: 32 loads at once, not a chain
+#pragma unroll
+    for (int i = 0; i < 32; ++i) rm[i & 3] = fmax(rm[i & 3], fabs(Rs[i * ld33 + tid]));
+    mx = fmax(mx, fmax(fmax(rm[0], rm[1]), fmax(rm[2], rm[3])));
     expo[tid] = exponent_of_max(mx);
   }
   __syncthreads();

@@ -44,7 +44,9 @@ struct gpu_resources {
   cublasHandle_t h[lanes] = {};
   cudaEvent_t ev = nullptr;
   int sms = 0;  // the device's SM count
-  // count_non_finite's stream and pinned word, made on its first call.
+  // count_non_finite's stream and device word (from the workspace pool), made on its first call:
+  // a pinned word (cudaHostAlloc) cost about 1.3 ms there, the first device-input update of every
+  // factorization (docs/results/2026-11-28-update-checks-h200.md).
   cudaStream_t check = nullptr;
   unsigned* count = nullptr;
   // tp_chain's panel flags, the epoch of its last call (the flags only grow, so a lane waiting for
@@ -72,7 +74,7 @@ struct gpu_resources {
   }
   void make_check() {
     if (check) return;
-    ok(cudaHostAlloc(reinterpret_cast<void**>(&count), sizeof(unsigned), cudaHostAllocDefault), "cudaHostAlloc");
+    count = static_cast<unsigned*>(gpu_backend::acquire(sizeof(unsigned)));
     ok(cudaStreamCreateWithFlags(&check, cudaStreamNonBlocking), "cudaStreamCreate");
   }
   void find_wait() {
@@ -91,8 +93,8 @@ struct gpu_resources {
     }
     if (ev) cudaEventDestroy(ev);
     if (check) cudaStreamSynchronize(check), cudaStreamDestroy(check);
-    if (count) cudaFreeHost(count);
-    if (flags) cudaFree(flags);
+    gpu_backend::release(count);
+    gpu_backend::release(flags);
   }
 };
 
@@ -314,8 +316,8 @@ bool gpu_backend::tp_chain(int lane, int m, int p, int nrhs, T* R, int ldr, T* U
   if (need > r.nflags || r.epoch == std::numeric_limits<int>::max()) {
     sync();  // no lane waits on the old flags any more
     if (need > r.nflags) {
-      if (r.flags) cudaFree(r.flags), r.flags = nullptr, r.nflags = 0;
-      ok(cudaMalloc(&r.flags, need * sizeof(int)), "cudaMalloc (flags)");
+      release(r.flags), r.flags = nullptr, r.nflags = 0;
+      r.flags = static_cast<int*>(acquire(need * sizeof(int)));
       r.nflags = need;
     }
     ok(cudaMemsetAsync(r.flags, 0, r.nflags * sizeof(int), r.s[lane]), "cudaMemsetAsync (flags)");
@@ -474,10 +476,12 @@ template <class T>
 unsigned gpu_backend::count_non_finite(int m, int n, const T* A, int lda) {
   if (m <= 0 || n <= 0) return 0;
   _r->make_check();
-  *_r->count = 0;
+  unsigned found = 0;
+  ok(cudaMemsetAsync(_r->count, 0, sizeof(unsigned), _r->check), "cudaMemsetAsync");
   kernels::gpu_count_non_finite(m, n, A, lda, _r->count, _r->check);
+  ok(cudaMemcpyAsync(&found, _r->count, sizeof(unsigned), cudaMemcpyDeviceToHost, _r->check), "cudaMemcpyAsync");
   ok(cudaStreamSynchronize(_r->check), "cudaStreamSynchronize");
-  return *_r->count;
+  return found;
 }
 
 #define TESSERA_GPU_BACKEND(T)                                                                     \
