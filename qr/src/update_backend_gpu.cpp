@@ -74,7 +74,7 @@ struct gpu_resources {
   }
   void make_check() {
     if (check) return;
-    count = static_cast<unsigned*>(gpu_backend::acquire(sizeof(unsigned)));
+    if (!count) count = static_cast<unsigned*>(gpu_backend::acquire(sizeof(unsigned)));
     ok(cudaStreamCreateWithFlags(&check, cudaStreamNonBlocking), "cudaStreamCreate");
   }
   void find_wait() {
