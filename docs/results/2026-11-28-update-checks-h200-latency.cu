@@ -1,74 +1,45 @@
 // Dependent-chain latency of the operations on a panel column's path (cycles per operation, one
 // warp): the standalone program behind 2026-11-28-update-checks-h200.md (not built with Tessera;
-// nvcc -O3 -arch=sm_90 -o lat this-file.cu).
+// nvcc -O3 -arch=sm_90 -o lat this-file.cu). The chains were first written out one by one; this
+// form, one CHAIN each, gave the same figures to the tenth of a cycle (H200, call 14).
 #include <cstdio>
 #include <cuda_runtime.h>
+// n dependent steps of `step` on v, timed by clock64 into cyc[slot]; v is stored where it could
+// be (never), so that the chain is not optimised away.
+#define CHAIN(slot, v, step)                          \
+  do {                                                \
+    const long long t0 = clock64();                   \
+    for (int i = 0; i < n; ++i) step;                 \
+    if (v == decltype(v)(12345)) out[slot] = v;       \
+    cyc[slot] = clock64() - t0;                       \
+  } while (0)
+
 __global__ void k(double* out, long long* cyc, double y, double z, int n) {
-  double x = threadIdx.x * 1e-3 + 1.0;
-  long long t0, t1;
   __shared__ int idx[64];
   if (threadIdx.x < 64) idx[threadIdx.x] = (threadIdx.x + 1) & 63;
   __syncwarp();
-  // 0 DFMA
-  t0 = clock64();
-  for (int i = 0; i < n; ++i) x = fma(x, y, z);
-  if (x == 12345.0) out[0] = x;
-  t1 = clock64(); cyc[0] = t1 - t0;
-  // 1 FFMA
+  double x = threadIdx.x * 1e-3 + 1.0;
+  CHAIN(0, x, x = fma(x, y, z));  // DFMA
   float xf = (float)x;
-  t0 = clock64();
-  for (int i = 0; i < n; ++i) xf = fmaf(xf, (float)y, (float)z);
-  if (xf == 12345.0f) out[1] = xf;
-  t1 = clock64(); cyc[1] = t1 - t0;
-  // 2 rsqrt double
+  CHAIN(1, xf, xf = fmaf(xf, (float)y, (float)z));  // FFMA
   x = 2.0 + threadIdx.x;
-  t0 = clock64();
-  for (int i = 0; i < n; ++i) x = rsqrt(x) + 1.5;
-  if (x == 12345.0) out[2] = x;
-  t1 = clock64(); cyc[2] = t1 - t0;
-  // 3 drcp_rn
-  t0 = clock64();
-  for (int i = 0; i < n; ++i) x = __drcp_rn(x) + 1.5;
-  if (x == 12345.0) out[3] = x;
-  t1 = clock64(); cyc[3] = t1 - t0;
-  // 4 shfl double
-  t0 = clock64();
-  for (int i = 0; i < n; ++i) x = __shfl_xor_sync(0xffffffffu, x, 1) + 1e-9;
-  if (x == 12345.0) out[4] = x;
-  t1 = clock64(); cyc[4] = t1 - t0;
-  // 5 LDS int chain
+  CHAIN(2, x, x = rsqrt(x) + 1.5);
+  CHAIN(3, x, x = __drcp_rn(x) + 1.5);
+  CHAIN(4, x, x = __shfl_xor_sync(0xffffffffu, x, 1) + 1e-9);
   int j = threadIdx.x & 63;
-  t0 = clock64();
-  for (int i = 0; i < n; ++i) j = idx[j];
-  if (j == 1000) out[5] = j;
-  t1 = clock64(); cyc[5] = t1 - t0;
-  // 6 DADD
+  CHAIN(5, j, j = idx[j]);  // shared-memory load chain
   x = 1.0;
-  t0 = clock64();
-  for (int i = 0; i < n; ++i) x = x + y;
-  if (x == 12345.0) out[6] = x;
-  t1 = clock64(); cyc[6] = t1 - t0;
-  // 7 sqrt double (IEEE)
+  CHAIN(6, x, x = x + y);  // DADD
   x = 2.0;
-  t0 = clock64();
-  for (int i = 0; i < n; ++i) x = sqrt(x) + 1.5;
-  if (x == 12345.0) out[7] = x;
-  t1 = clock64(); cyc[7] = t1 - t0;
-  // 8 division double
-  t0 = clock64();
-  for (int i = 0; i < n; ++i) x = y / x + 1.5;
-  if (x == 12345.0) out[8] = x;
-  t1 = clock64(); cyc[8] = t1 - t0;
-  // 9 bar.sync 128 (4 warps)
-  t0 = clock64();
-  for (int i = 0; i < n; ++i) asm volatile("bar.sync 1, 128;" ::: "memory");
-  t1 = clock64(); cyc[9] = t1 - t0;
-  // 10 float rsqrt approx + double refine cost reference: rsqrtf chain
+  CHAIN(7, x, x = sqrt(x) + 1.5);
+  CHAIN(8, x, x = y / x + 1.5);
+  {  // bar.sync of 4 warps
+    const long long t0 = clock64();
+    for (int i = 0; i < n; ++i) asm volatile("bar.sync 1, 128;" ::: "memory");
+    cyc[9] = clock64() - t0;
+  }
   xf = 2.0f;
-  t0 = clock64();
-  for (int i = 0; i < n; ++i) xf = rsqrtf(xf) + 1.5f;
-  if (xf == 12345.0f) out[10] = xf;
-  t1 = clock64(); cyc[10] = t1 - t0;
+  CHAIN(10, xf, xf = rsqrtf(xf) + 1.5f);
 }
 int main() {
   double* out; long long* cyc;
