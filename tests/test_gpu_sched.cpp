@@ -5,6 +5,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -529,6 +530,47 @@ TEST_CASE("device_buffer and pinned_buffer: RAII memory through the runtime, cle
   outlives.reset();  // freed without the runtime, which has waited for its work
   cuda_ok(cudaDeviceSynchronize());
   CHECK(pool_in_use() == before);
+}
+
+TEST_CASE("large pinned blocks (mapped, then registered with CUDA): copies both ways, reuse, freed after the runtime") {
+  // From 32 MiB pinned_host.cpp maps and registers instead of calling cudaMallocHost.
+  constexpr std::size_t n = (std::size_t(48) << 20) / sizeof(double);
+  tessera::pinned_buffer outlives;
+  {
+    tessera::runtime rt({.workers = 2, .gpu_streams = 2});
+    tessera::pinned_buffer p = rt.allocate_pinned(n * sizeof(double));
+    REQUIRE(p);
+    cudaPointerAttributes attr{};
+    cuda_ok(cudaPointerGetAttributes(&attr, p.data()));
+    CHECK(attr.type == cudaMemoryTypeHost);  // page-locked: copies from it are asynchronous
+    const std::vector<double> want = tessera::testing::random_matrix<double>(static_cast<int>(n), 1, static_cast<int>(n), 48);
+    std::copy(want.begin(), want.end(), p.get<double>());
+    // The runtime moves the registered host data to the GPU and home again around a GPU task.
+    auto h = rt.register_data(p.data(), n * sizeof(double));
+    rt.task([h](tessera::task_context& ctx) { gpu_scale(ctx, h, static_cast<int>(n), -2.0); })
+      .on(tessera::device::gpu)
+      .read_write(h)
+      .submit();
+    rt.task([](tessera::task_context&) {}).read(h).submit();  // a CPU reader brings it home
+    rt.wait_all();
+    for (std::size_t i = 0; i < n; ++i) REQUIRE(p.get<double>()[i] == -2.0 * want[i]);
+    CHECK(rt.transfers().h2d_bytes == n * sizeof(double));
+    CHECK(rt.transfers().d2h_bytes == n * sizeof(double));
+    rt.release_device(h);
+    void* first = p.data();
+    p = tessera::pinned_buffer{};
+    rt.wait_all();
+    // Freed blocks wait in the runtime's cache; the next one of the same size may be the same.
+    tessera::pinned_buffer again = rt.allocate_pinned(n * sizeof(double));
+    REQUIRE(again);
+    again.get<double>()[n - 1] = 1.5;
+    CHECK(again.get<double>()[n - 1] == 1.5);
+    INFO("reused: ", again.data() == first);
+    outlives = rt.allocate_pinned(n * sizeof(double) + 1);  // not a multiple of any page
+    outlives.get<unsigned char>()[n * sizeof(double)] = 7;
+  }
+  CHECK(outlives.get<unsigned char>()[n * sizeof(double)] == 7);
+  outlives.reset();  // unregistered and unmapped without the runtime
 }
 
 TEST_CASE("device-only data: GPU tasks use it in place, CPU tasks are refused") {

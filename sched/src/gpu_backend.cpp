@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "pinned_host.hpp"
 #include "sm_partition.hpp"
 
 namespace tessera::detail {
@@ -222,9 +223,9 @@ class cuda_backend final : public gpu_backend {
     for (auto& [p, done] : _host_frees) {
       cudaEventSynchronize(done);
       cudaEventDestroy(done);
-      cudaFreeHost(p);
+      pinned_host_free(p);
     }
-    for (auto& [p, bytes] : _pinned_cache) cudaFreeHost(p);
+    for (auto& [p, bytes] : _pinned_cache) pinned_host_free(p);
     for (gpu_device& d : _devices) {
       cudaSetDevice(d.physical);
       for (void* p : d.pooled) cudaFreeAsync(p, d.h2d);
@@ -326,7 +327,7 @@ class cuda_backend final : public gpu_backend {
     const auto it = _pinned_sizes.find(p);
     const std::size_t size = it == _pinned_sizes.end() ? pinned_cache_bytes + 1 : it->second;
     if (size > pinned_cache_bytes) {
-      cudaFreeHost(p);
+      pinned_host_free(p);
       if (it != _pinned_sizes.end()) _pinned_sizes.erase(it);
       return;
     }
@@ -337,7 +338,7 @@ class cuda_backend final : public gpu_backend {
       _pinned_cache.erase(_pinned_cache.begin());
       _pinned_cached -= bytes;
       _pinned_sizes.erase(q);
-      cudaFreeHost(q);
+      pinned_host_free(q);
     }
   }
 
@@ -588,7 +589,7 @@ class cuda_backend final : public gpu_backend {
   void* new_pinned(std::size_t bytes, const char* before, const char* after, bool injected) {
     void* p = nullptr;
     if (!injected && (p = reuse_pinned(bytes))) return p;
-    const cudaError_t e = injected ? cudaErrorMemoryAllocation : cudaMallocHost(&p, bytes ? bytes : 1);
+    const cudaError_t e = injected ? cudaErrorMemoryAllocation : pinned_host_alloc(&p, bytes);
     if (e != cudaSuccess) {
       cudaGetLastError();
       throw out_of_memory(before + std::to_string(bytes) + " bytes of pinned host memory" + after + " (" +
@@ -934,9 +935,9 @@ class cuda_backend final : public gpu_backend {
   std::vector<scratch_space> _scratch;  // per stream: GPU tasks' scratch (GPU thread only)
   std::shared_ptr<cuda_memory> _memory;
   std::vector<std::pair<void*, cudaEvent_t>> _host_frees;  // pinned memory to free once its event fires; _mutex
-  // Pinned blocks freed and kept for reuse, oldest first (_mutex): cudaMallocHost costs about as
-  // much as copying the memory it pins, so a factorization that allocates its T each call (134 MB
-  // at n = 32768) would pay tens of ms every time. Bounded by pinned_cache_bytes.
+  // Pinned blocks freed and kept for reuse, oldest first (_mutex): pinning costs several times
+  // what copying the memory does (pinned_host.hpp), so a factorization that allocates its T each
+  // call (134 MB at n = 32768) would pay for it every time. Bounded by pinned_cache_bytes.
   static constexpr std::size_t pinned_cache_bytes = std::size_t(1) << 30;
   std::vector<std::pair<void*, std::size_t>> _pinned_cache;
   std::size_t _pinned_cached = 0;
@@ -972,7 +973,7 @@ void cuda_memory::free(void* p, bool pinned, unsigned gpu) noexcept {
   }
   // The runtime has gone, having waited for all its work: nothing of it uses p any more.
   device_scope on(_physical[pinned ? 0 : gpu]);
-  if (pinned) cudaFreeHost(p);
+  if (pinned) pinned_host_free(p);
   else cudaFreeAsync(p, nullptr);
 }
 
