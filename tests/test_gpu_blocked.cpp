@@ -5,6 +5,8 @@
 // the runtime's task counts. Skips (exit 77) where there is no CUDA device.
 #include <doctest/doctest.h>
 
+#include <cuda_runtime.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -214,5 +216,42 @@ TEST_CASE("blocked_qr_gpu: the runtime counts every task it inserted as done") {
     CHECK(rt.tasks_submitted() > before);
     CHECK(rt.tasks_completed() == rt.tasks_submitted());
     CHECK(p.check().passed());
+  }
+}
+
+TEST_CASE_TEMPLATE("factorize from host memory: pageable A page-locked only while it is factored, pinned A left so",
+                   T, float, double) {
+  namespace qr = tessera::qr;
+  const int m = 900, n = 700, ld = 905;
+  const std::vector<T> a0 = tessera::testing::random_matrix<T>(m, n, ld, 400);
+  qr::options o;
+  o.on = qr::target::gpu;
+  o.nb = 128;
+  o.threads = 2;
+  auto attribute = [](const void* p) {
+    cudaPointerAttributes attr{};
+    REQUIRE(cudaPointerGetAttributes(&attr, p) == cudaSuccess);
+    return attr.type;
+  };
+  tessera::runtime rt(qr::gpu_runtime_options(2));
+  {
+    std::vector<T> a = a0;  // pageable: registered for the factorization, unregistered after
+    REQUIRE(attribute(a.data()) == cudaMemoryTypeUnregistered);
+    qr::factorization<T> f = qr::factorize(rt, qr::host(a.data(), m, n, ld), o);
+    CHECK(attribute(a.data()) == cudaMemoryTypeUnregistered);
+    CHECK(attribute(a.data() + std::size_t(ld) * (n - 1) + m - 1) == cudaMemoryTypeUnregistered);
+    const qr::qr_residuals r = qr::check(f, a0.data(), ld);
+    CHECK(r.qr < 60);
+    CHECK(r.orth < 60);
+  }
+  {
+    tessera::pinned_buffer buffer = rt.allocate_pinned(sizeof(T) * a0.size());
+    T* a = buffer.get<T>();
+    std::copy(a0.begin(), a0.end(), a);
+    qr::factorization<T> f = qr::factorize(rt, qr::host(a, m, n, ld), o);
+    CHECK(attribute(a) == cudaMemoryTypeHost);  // the caller's page-locking is left alone
+    const qr::qr_residuals r = qr::check(f, a0.data(), ld);
+    CHECK(r.qr < 60);
+    CHECK(r.orth < 60);
   }
 }

@@ -2,14 +2,15 @@
 // and Figure 2), Tessera beside its peers on the same matrices in one run.
 //
 //   tessera_full_t_bench [--sizes 1000,2000,...] [--precision d|s] [--repeat 3] [--max-lapack-n 6000]
-//                        [--max-larft-n 16384] [--plot FILE.svg] [--no-gpu]
+//                        [--max-larft-n 16384] [--host-memory pinned|pageable] [--plot FILE.svg] [--no-gpu]
 //
 // Contestants, each on the same random n x n matrix (uniform in [-1, 1]); setup outside the timing:
 //   tessera full T + S (device)   the front door with options::full_t on a matrix already in device
 //                                 memory: V, R, the full T and S = V T^T on the GPU;
 //   tessera, no T (device)        the same factorization (the same panel width) without them: the
 //                                 cost of T and S;
-//   tessera full T + S (host)     from pinned host memory, everything back home, transfers timed;
+//   tessera full T + S (host)     from pinned host memory, everything back home, transfers timed
+//                                 (--host-memory pageable: from a plain std::vector instead);
 //   cuSOLVER geqrf + Xlarft       GEQRF, then the full T from V and tau (device-resident);
 //   LAPACK geqrt3                 xGEQRT3 on all cores (OpenBLAS): V, R and the full T;
 //   LAPACK geqrf + larft          xGEQRF, then xLARFT for the full T, all cores.
@@ -63,6 +64,7 @@ struct options {
   int max_lapack_n = 6000;   // the CPU contestants take seconds to minutes beyond
   int max_larft_n = 16384;   // cuSOLVER's Xlarft beyond: minutes
   int max_host_n = 1 << 30;
+  bool pageable = false;  // the host contestant's matrix in pageable memory
   bool gpu = true;
   std::string plot;
 };
@@ -109,7 +111,8 @@ contestant<T> lapack_geqrf_larft() {
 
 // The front door; device: the matrix already in device memory (its copy in untimed).
 template <class T>
-contestant<T> tessera_front_door(tessera::runtime& rt, qr::target on, qr::memory where, bool full_t) {
+contestant<T> tessera_front_door(tessera::runtime& rt, qr::target on, qr::memory where, bool full_t,
+                                 bool pageable = false) {
   struct cached {
     int n = 0;
     tessera::device_buffer d;
@@ -117,15 +120,15 @@ contestant<T> tessera_front_door(tessera::runtime& rt, qr::target on, qr::memory
   };
   auto cache = std::make_shared<cached>();
   const std::string name = std::string("tessera ") + (full_t ? "full T + S" : "no T") + " (" + qr::name(on) + ", " +
-                           qr::name(where) + ")";
+                           (pageable ? "pageable " : "") + qr::name(where) + ")";
   return {name,
-          [&rt, on, where, full_t, cache](const std::vector<T>& a, int n) {
+          [&rt, on, where, full_t, pageable, cache](const std::vector<T>& a, int n) {
             const std::size_t bytes = sizeof(T) * a.size();
             if (cache->n != n) {
               cache->d = tessera::device_buffer();
               cache->h = tessera::pinned_buffer();
               if (where == qr::memory::device) cache->d = rt.allocate_device(bytes);
-              else cache->h = on == qr::target::cpu ? tessera::pinned_buffer() : rt.allocate_pinned(bytes);
+              else cache->h = on == qr::target::cpu || pageable ? tessera::pinned_buffer() : rt.allocate_pinned(bytes);
               cache->n = n;
             }
             std::vector<T> plain;
@@ -221,7 +224,7 @@ int run(const options& o) {
     gpu_rt.emplace(qr::gpu_runtime_options());
     cs.push_back(tessera_front_door<T>(*gpu_rt, qr::target::gpu, qr::memory::device, true));
     cs.push_back(tessera_front_door<T>(*gpu_rt, qr::target::gpu, qr::memory::device, false));
-    cs.push_back(tessera_front_door<T>(*gpu_rt, qr::target::gpu, qr::memory::host, true));
+    cs.push_back(tessera_front_door<T>(*gpu_rt, qr::target::gpu, qr::memory::host, true, o.pageable));
     cs.back().max_n = o.max_host_n;
 #if TESSERA_BENCH_CUDA
     cs.push_back(cusolver_geqrf_larft<T>());
@@ -307,6 +310,10 @@ int main(int argc, char** argv) {
   app.add_option("--max-lapack-n", o.max_lapack_n, "skip the LAPACK contestants above this n");
   app.add_option("--max-larft-n", o.max_larft_n, "skip cuSOLVER geqrf + Xlarft above this n");
   app.add_option("--max-host-n", o.max_host_n, "skip Tessera from host memory above this n");
+  app.add_option_function<std::string>(
+         "--host-memory", [&o](const std::string& v) { o.pageable = v == "pageable"; },
+         "the host contestant's matrix: pinned (default) or pageable (a plain std::vector)")
+      ->check(CLI::IsMember({"pinned", "pageable"}));
   app.add_flag("!--no-gpu", o.gpu, "leave out the GPU contestants");
   app.add_option("--plot", o.plot, "write GFLOP/s against n as SVG (the seed's Figure 2)");
   try {

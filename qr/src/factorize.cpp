@@ -479,6 +479,9 @@ factorization<T> factorize(runtime& rt, matrix_ref<T> a, const options& o) {
   bo.bulk_columns = c.bulk_columns;
   bo.chunked_steps = c.chunked_steps;
   bo.device_matrix = a.where == memory::device;
+  // The runtime moves a host A block by block: page-locked, those copies overlap the work.
+  const detail::host_registration pinned(a.where == memory::host ? a.data : nullptr,
+                                         elem * (std::size_t(a.ld) * std::size_t(a.n - 1) + std::size_t(a.m)));
   if (c.gpus > 1) {
     if (rt.gpus() < c.gpus)
       detail::invalid("factorize", "gpus = " + std::to_string(c.gpus) + " but the runtime has " + std::to_string(rt.gpus()) +

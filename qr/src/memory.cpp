@@ -120,6 +120,29 @@ void staged<T>::finish() {
     copy_matrix(_user.m, _user.n, _view.data, _view.ld, _view.where, _user.data, _user.ld, _user.where);
 }
 
+host_registration::host_registration(const void* p, std::size_t bytes) noexcept {
+#if TESSERA_QR_CUDA
+  if (!p || bytes == 0) return;
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, p) != cudaSuccess || attr.type != cudaMemoryTypeUnregistered) {
+    cudaGetLastError();  // page-locked already, device or managed memory: nothing to do
+    return;
+  }
+  void* q = const_cast<void*>(p);
+  if (cudaHostRegister(q, bytes, cudaHostRegisterPortable) == cudaSuccess) _p = q;
+  else cudaGetLastError();  // the copies stay pageable: slower, as correct
+#else
+  (void)p;
+  (void)bytes;
+#endif
+}
+
+host_registration::~host_registration() {
+#if TESSERA_QR_CUDA
+  if (_p && cudaHostUnregister(_p) != cudaSuccess) cudaGetLastError();
+#endif
+}
+
 #define TESSERA_INSTANTIATE(T)                                                                      \
   template void copy_matrix<T>(int, int, const T*, int, memory, T*, int, memory);                   \
   template void set_identity<T>(matrix_ref<T>);                                                     \

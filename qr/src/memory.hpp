@@ -42,4 +42,20 @@ class staged {
   device_buffer _device;
 };
 
+// Page-locks a host range while a GPU factorization copies it (cudaHostRegister), so that the
+// runtime's copies of it are asynchronous: from pageable memory each is staged by the driver and
+// holds the runtime's GPU thread until it is done. Memory already page-locked, and memory CUDA
+// will not register, are left as they are. Does nothing without CUDA.
+class host_registration {
+ public:
+  host_registration(const void* p, std::size_t bytes) noexcept;
+  ~host_registration();
+  host_registration(const host_registration&) = delete;
+  host_registration& operator=(const host_registration&) = delete;
+  bool registered() const noexcept { return _p != nullptr; }
+
+ private:
+  void* _p = nullptr;
+};
+
 }  // namespace tessera::qr::detail
