@@ -571,6 +571,25 @@ TEST_CASE("large pinned blocks (mapped, then registered with CUDA): copies both 
   }
   CHECK(outlives.get<unsigned char>()[n * sizeof(double)] == 7);
   outlives.reset();  // unregistered and unmapped without the runtime
+  // Without a runtime (the tile hybrid's tiles): both kinds, large and small, page-locked.
+  for (std::size_t bytes : {std::size_t(40) << 20, std::size_t(1000)}) {
+    CAPTURE(bytes);
+    void* p = nullptr;
+    REQUIRE(tessera::pinned_host_alloc(&p, bytes) == cudaSuccess);
+    REQUIRE(p != nullptr);
+    cudaPointerAttributes attr{};
+    cuda_ok(cudaPointerGetAttributes(&attr, p));
+    CHECK(attr.type == cudaMemoryTypeHost);
+    static_cast<unsigned char*>(p)[bytes - 1] = 9;
+    void* d = nullptr;
+    cuda_ok(cudaMalloc(&d, bytes));
+    cuda_ok(cudaMemcpy(d, p, bytes, cudaMemcpyHostToDevice));
+    static_cast<unsigned char*>(p)[bytes - 1] = 0;
+    cuda_ok(cudaMemcpy(p, d, bytes, cudaMemcpyDeviceToHost));
+    CHECK(static_cast<unsigned char*>(p)[bytes - 1] == 9);
+    cuda_ok(cudaFree(d));
+    tessera::pinned_host_free(p);
+  }
 }
 
 TEST_CASE("device-only data: GPU tasks use it in place, CPU tasks are refused") {

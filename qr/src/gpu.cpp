@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include "tessera/kernels_gpu/common.hpp"
+#include "tessera/sched/cuda.hpp"
 #endif
 
 namespace tessera::qr {
@@ -37,13 +38,13 @@ std::string gpu_name() { return runtime::gpu_available() ? kernels::gpu_device_n
 namespace {
 void* pinned_allocate(std::size_t bytes) {
   void* p = nullptr;
-  if (cudaMallocHost(&p, bytes) != cudaSuccess) {
+  if (pinned_host_alloc(&p, bytes) != cudaSuccess) {
     cudaGetLastError();
     throw std::bad_alloc();
   }
   return p;
 }
-void pinned_deallocate(void* p, std::size_t) noexcept { cudaFreeHost(p); }
+void pinned_deallocate(void* p, std::size_t) noexcept { pinned_host_free(p); }
 }  // namespace
 
 tile_allocator pinned_allocator() noexcept {

@@ -20,8 +20,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "pinned_host.hpp"
 #include "sm_partition.hpp"
+#include "tessera/sched/cuda.hpp"
 
 namespace tessera::detail {
 namespace {

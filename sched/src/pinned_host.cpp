@@ -1,4 +1,4 @@
-#include "pinned_host.hpp"
+#include "tessera/sched/cuda.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -14,7 +14,7 @@
 #include <sys/mman.h>
 #endif
 
-namespace tessera::detail {
+namespace tessera {
 namespace {
 
 #if defined(__linux__)
@@ -134,4 +134,4 @@ void pinned_host_free(void* p) noexcept {
   cudaFreeHost(p);
 }
 
-}  // namespace tessera::detail
+}  // namespace tessera
