@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
-#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -185,14 +183,7 @@ std::size_t available_bytes(memory where) {
 #endif
     return 0;
   }
-  // MemAvailable: what can be allocated without swapping (free plus reclaimable caches).
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  std::size_t kib = 0;
-  std::string unit;
-  while (meminfo >> key >> kib >> unit)
-    if (key == "MemAvailable:") return kib * 1024;
-  return std::numeric_limits<std::size_t>::max();  // not Linux: unknown, do not refuse
+  return host_memory_available();  // unknown (not Linux): the largest size_t, so nothing is refused
 }
 
 void require_available(const char* func, memory where, std::size_t bytes, const std::string& what) {

@@ -3,6 +3,8 @@
 #include "tessera/sched/memory.hpp"
 
 #include <atomic>
+#include <fstream>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -11,6 +13,19 @@
 #include "tessera/sched/runtime.hpp"
 
 namespace tessera {
+
+std::size_t host_memory_available() noexcept {
+  try {
+    std::ifstream meminfo("/proc/meminfo");
+    std::string key, unit;
+    std::size_t kib = 0;
+    while (meminfo >> key >> kib >> unit)
+      if (key == "MemAvailable:") return kib * 1024;
+  } catch (...) {
+  }
+  return std::numeric_limits<std::size_t>::max();
+}
+
 namespace detail {
 
 std::atomic<unsigned> injected_allocation_failures{0};

@@ -1,11 +1,10 @@
 #include "tessera/sched/cuda.hpp"
+#include "tessera/sched/memory.hpp"
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <fstream>
 #include <mutex>
-#include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -54,20 +53,6 @@ void touch(char* p, std::size_t bytes) noexcept {
   for (std::thread& t : threads) t.join();
 }
 
-// Bytes the kernel says it could give without swapping (MemAvailable), or 0 when it cannot tell.
-std::size_t available_bytes() noexcept {
-  try {
-    std::ifstream in("/proc/meminfo");
-    std::string key;
-    std::size_t kib = 0;
-    std::string unit;
-    while (in >> key >> kib >> unit)
-      if (key == "MemAvailable:") return kib * 1024;
-  } catch (...) {
-  }
-  return 0;
-}
-
 // `size` bytes (a multiple of huge_page) mapped at a huge-page boundary, so that every page of it
 // can be huge; null when the mapping fails.
 char* map_aligned(std::size_t size) noexcept {
@@ -91,7 +76,7 @@ cudaError_t pinned_host_alloc(void** p, std::size_t bytes) noexcept {
 #if defined(__linux__)
   // Touching pages that are not there would wake the OOM killer, not return an error: a block
   // near or beyond what is available is left to cudaMallocHost, which fails with an error.
-  if (bytes >= mapped_from && bytes < available_bytes() / 10 * 9) {
+  if (bytes >= mapped_from && bytes < host_memory_available() / 10 * 9) {
     const std::size_t size = (bytes + huge_page - 1) / huge_page * huge_page;
     if (char* q = map_aligned(size)) {
       touch(q, size);

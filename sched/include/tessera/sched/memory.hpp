@@ -30,6 +30,10 @@ struct out_of_memory : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Host memory the kernel could give without swapping (Linux's MemAvailable: free memory and
+// reclaimable caches), in bytes; the largest size_t where that cannot be told.
+std::size_t host_memory_available() noexcept;
+
 class runtime;
 namespace detail {
 class gpu_memory;
