@@ -10,10 +10,13 @@
 // let rounding in Q1 spoil A = QR), or the final Q^T Q off I by more than 64 eps. Gram matrices
 // and factors are kept in double for both precisions.
 //
-// The block is factored as A D, its columns equilibrated by powers of two (equilibrate.hpp): a
-// first kernel finds each column's max |a_ic|, the passes scale the rows they load, and the
-// finish kernel unscales R; so the Gram matrix and every check above see data of order 1 at any
-// scale of A (at 1e-300 A^T A flushed to zero and at 1e300 overflowed).
+// The block is factored as A D, its columns equilibrated by powers of two (equilibrate.hpp): the
+// first pass finds each column's max |a_ic| while it sums A^T A, the second takes D A^T A D (exact:
+// powers of two) and scales the rows it loads, and the finish kernel unscales R; so the Cholesky
+// factorizations and every check above see data of order 1. A^T A itself is safe only while
+// every column's max |a_ic| is within [2^-400, 2^400]; a block beyond that (entries of 1e-300
+// squared flush to zero, of 1e300 overflow) goes to the Householder kernel, which equilibrates
+// before it sums. A separate kernel for the maxima cost a launch and a read of the block each time.
 //
 // Rows are taken 128 at a time, one per thread; every thread block factors the small Gram matrix
 // itself (the same result everywhere), so no kernel waits for another block.
@@ -79,10 +82,11 @@ __device__ bool near_identity(const double* g, int nc, double tol, int& bad) {
 }
 
 // a := R, the Cholesky factor of the nc x nc matrix whose upper triangle is g (column major, ld
-// max_cols); inv_diag := 1 / R_jj. False, in every thread, when a pivot is not > 0 or not finite.
+// max_cols), times unit_i unit_j where unit is not null; inv_diag := 1 / R_jj. False, in every thread, when a pivot is not > 0 or not finite.
 // Each warp, lane j holding column j in registers (padded to 32 columns with the identity); step k's
 // row of R travels by shuffles. A shared-memory version with a barrier per step took 22 us.
-__device__ bool cholesky(const double* g, int nc, double (&a)[max_cols][pad], double* inv_diag, int& bad) {
+__device__ bool cholesky(const double* g, const double* unit, int nc, double (&a)[max_cols][pad], double* inv_diag,
+                         int& bad) {
   __syncthreads();  // every thread has read `bad` (near_identity) before lane 0 rewrites it
   {
     // Every warp factors (the same result); warp 0 stores. A branch to warp 0 around the shuffles
@@ -92,6 +96,11 @@ __device__ bool cholesky(const double* g, int nc, double (&a)[max_cols][pad], do
     double c[max_cols];
 #pragma unroll
     for (int i = 0; i < max_cols; ++i) c[i] = j < nc ? (i <= j ? g[i + j * max_cols] : 0.0) : (i == j ? 1.0 : 0.0);
+    if (unit) {
+      const double uj = unit[j];
+#pragma unroll
+      for (int i = 0; i < max_cols; ++i) c[i] *= unit[i] * uj;  // exact: powers of two, no overflow
+    }
     bool ok = true;
 #pragma unroll
     for (int k = 0; k < max_cols; ++k) {
@@ -131,46 +140,36 @@ __device__ void solve_upper(double (&x)[max_cols], const double (&u)[max_cols][p
   }
 }
 
-// st->colmax[c] := max |A(:, c)| (as bits, atomicMax: non-negative doubles order as their bits).
-template <class T>
-__global__ void __launch_bounds__(threads) column_max_kernel(int m, int nc, const T* __restrict__ A, int lda,
-                                                              cholqr_state* __restrict__ st) {
-  double mx[max_cols] = {};
-  for (int r = static_cast<int>(blockIdx.x * threads + threadIdx.x); r < m; r += static_cast<int>(gridDim.x) * threads) {
-    // Every load first, the columns past nc clamped to the last one: predicated loads went one
-    // after another, each waiting for memory (H100, m = 6000: 13.7 against 8.4 us).
-    double v[max_cols];
-#pragma unroll
-    for (int c = 0; c < max_cols; ++c)
-      v[c] = static_cast<double>(A[r + static_cast<std::ptrdiff_t>(c < nc ? c : nc - 1) * lda]);
-#pragma unroll
-    for (int c = 0; c < max_cols; ++c) mx[c] = fmax(mx[c], fabs(v[c]));
+// Whether A^T A of the block's columns, unscaled, can neither overflow nor lose accuracy to
+// underflow: every column's max |a_ic| within [2^-400, 2^400] (then sums of m products stay below
+// 2^1000, and what flushes to zero is below 2^-674 of the columns' norms). The same in every thread.
+__device__ bool unscaled_gram_safe(const cholqr_state* st, int nc) {
+  bool ok = true;
+  for (int c = 0; c < nc; ++c) {
+    const double v = __longlong_as_double(static_cast<long long>(st->colmax[c]));
+    ok = ok && v >= 0x1p-400 && v <= 0x1p400;
   }
-  const int lane = static_cast<int>(threadIdx.x) & 31;
-#pragma unroll
-  for (int c = 0; c < max_cols; ++c) {
-    double v = mx[c];
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v = fmax(v, __shfl_xor_sync(0xffffffffu, v, o));
-    if (lane == 0 && c < nc && v > 0)
-      atomicMax(&st->colmax[c], static_cast<unsigned long long>(__double_as_longlong(v)));
-  }
+  return ok;
 }
 
-// pass 0: gram[0] = A^T A. pass p = 1, 2: R_p = chol(gram[p-1]), Q := (A or Q) R_p^-1 (rounded to
-// T), gram[p] = Q^T Q of the rounded Q. A stands for A D: rows of A are scaled as they are loaded.
+// pass 0: gram[0] = A^T A and colmax. pass 1: R_1 = chol(D gram[0] D), Q := A D R_1^-1 (rows of A
+// scaled as they are loaded); pass 2: R_2 = chol(gram[1]), Q := Q R_2^-1; Q rounded to T, gram[p] =
+// Q^T Q of the rounded Q.
 template <class T>
 __global__ void __launch_bounds__(threads) cholqr_pass_kernel(int pass, int m, int nc, const T* __restrict__ A,
                                                                int lda, T* __restrict__ Q, int ldq,
                                                                cholqr_state* __restrict__ st) {
   __shared__ pass_shared sh;
-  if (threadIdx.x < max_cols) sh.unit[threadIdx.x] = ldexp(1.0, -column_exponent(st->colmax[threadIdx.x]));
+  if (pass == 1 && threadIdx.x < max_cols) sh.unit[threadIdx.x] = ldexp(1.0, -column_exponent(st->colmax[threadIdx.x]));
   __syncthreads();
   if (pass == 1 || pass == 2) {
     if (st->failed) return;
+    // A^T A out of range: the Householder kernel equilibrates first.
+    if (pass == 1 && !unscaled_gram_safe(st, nc)) return mark_failed(st);
     // A Q1 far from orthogonal means cond(A) is past CholeskyQR2's reach.
     if (pass == 2 && !near_identity(st->gram[1], nc, 1.0 / 64, sh.bad)) return mark_failed(st);
-    if (!cholesky(st->gram[pass - 1], nc, sh.tri, sh.inv_diag, sh.bad)) return mark_failed(st);
+    if (!cholesky(st->gram[pass - 1], pass == 1 ? sh.unit : nullptr, nc, sh.tri, sh.inv_diag, sh.bad))
+      return mark_failed(st);
     if (blockIdx.x == 0)
       for (int e = static_cast<int>(threadIdx.x); e < max_cols * max_cols; e += threads)
         st->r[pass - 1][e] = sh.tri[e % max_cols][e / max_cols];
@@ -180,13 +179,14 @@ __global__ void __launch_bounds__(threads) cholqr_pass_kernel(int pass, int m, i
   const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
   const int i0 = (lane >> 2) * 4, j0 = (lane & 3) * 8;  // this lane's 4 x 8 block of the Gram matrix
   double acc[4][8] = {};
+  double cmax = 0;  // pass 0: max |a| of column lane over this warp's rows of the chunks
   for (int r0 = static_cast<int>(blockIdx.x) * threads; r0 < m; r0 += static_cast<int>(gridDim.x) * threads) {
     const int r = r0 + static_cast<int>(threadIdx.x);
     double x[max_cols];
 #pragma unroll
     for (int c = 0; c < max_cols; ++c)
       x[c] = r < m && c < nc ? static_cast<double>(in[r + static_cast<std::ptrdiff_t>(c) * ldin]) : 0.0;
-    if (pass < 2) {
+    if (pass == 1) {
 #pragma unroll
       for (int c = 0; c < max_cols; ++c) x[c] *= sh.unit[c];  // exact: a power of two (equilibrate.hpp)
     }
@@ -202,6 +202,8 @@ __global__ void __launch_bounds__(threads) cholqr_pass_kernel(int pass, int m, i
 #pragma unroll
     for (int c = 0; c < max_cols; ++c) sh.rows[threadIdx.x][c] = x[c];
     __syncthreads();
+    if (pass == 0)
+      for (int rr = warp * 32; rr < warp * 32 + 32; ++rr) cmax = fmax(cmax, fabs(sh.rows[rr][lane]));
     for (int rr = warp * 32; rr < warp * 32 + 32; ++rr) {
       double xi[4], xj[8];
 #pragma unroll
@@ -215,6 +217,8 @@ __global__ void __launch_bounds__(threads) cholqr_pass_kernel(int pass, int m, i
     }
     __syncthreads();
   }
+  if (pass == 0 && lane < nc && cmax > 0)  // non-negative doubles order as their bits
+    atomicMax(&st->colmax[lane], static_cast<unsigned long long>(__double_as_longlong(cmax)));
   // This block's sum: each warp's partial sums into the row buffer, added in a fixed order
   // (shared-memory double atomics are compare-and-swap loops), then into the global sum.
   double* red = &sh.rows[0][0];  // warps x 32 x 32 fits in threads x pad
@@ -374,8 +378,6 @@ cholqr_handoff cholqr_block(const char* kernel, int m, int nc, T* A, int lda, T*
   if (m <= 0 || nc <= 0) return {nullptr, nullptr};
   if (nc > max_cols) bad_argument(kernel, "ib", nc, "<=", "the widest block", max_cols);
   const dim3 grid = grid_for(m, sms), block(threads);
-  column_max_kernel<T><<<grid, block, 0, stream>>>(m, nc, A, lda, st);
-  check(kernel, "column_max_kernel launch", cudaGetLastError());
   for (int pass = 0; pass < 3; ++pass) {
     cholqr_pass_kernel<T><<<grid, block, 0, stream>>>(pass, m, nc, A, lda, Vc, ldvc, st);
     check(kernel, "cholqr_pass_kernel launch", cudaGetLastError());

@@ -7,9 +7,9 @@
 // (entries of 1e-300 squared flush to zero, of 1e300 overflow). Q of A D is Q of A for a positive
 // diagonal D, so V, tau and T are those of A (LAPACK's reflectors are scale invariant), and R of A
 // is R of A D times D^-1: a power of two per column, exact unless the result is subnormal.
-// cholqr_block finds the column maxima (one read of the block) and keeps them in its state;
-// CholeskyQR2 scales rows as it loads them and unscales R as it writes it, and the Householder
-// fallback scales the block in place before its first column and unscales R at its end.
+// cholqr_block finds the column maxima in its first pass (beside A^T A) and keeps them in its
+// state; CholeskyQR2 scales A^T A and the rows it loads and unscales R as it writes it, and the
+// Householder fallback scales the block in place before its first column and unscales R at its end.
 #include <cstddef>
 
 #include <cuda_runtime.h>
