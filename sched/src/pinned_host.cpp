@@ -24,10 +24,11 @@ constexpr std::size_t touch_per_thread = std::size_t(64) << 20;
 constexpr unsigned max_touch_threads = 16;
 
 std::mutex registry_mutex;
-// The mapped blocks and their sizes (registry_mutex): what pinned_host_free must unmap.
+// The mapped blocks and their sizes (registry_mutex): what pinned_host_free must unmap. Never
+// destroyed, so that a runtime destroyed at exit can still free its blocks.
 std::unordered_map<void*, std::size_t>& mapped() {
-  static std::unordered_map<void*, std::size_t> blocks;
-  return blocks;
+  static auto* blocks = new std::unordered_map<void*, std::size_t>;
+  return *blocks;
 }
 
 // A fresh mapping's pages are zeroed by the kernel on first touch; one thread does about 6 GB/s
