@@ -936,8 +936,9 @@ class cuda_backend final : public gpu_backend {
   std::shared_ptr<cuda_memory> _memory;
   std::vector<std::pair<void*, cudaEvent_t>> _host_frees;  // pinned memory to free once its event fires; _mutex
   // Pinned blocks freed and kept for reuse, oldest first (_mutex): pinning costs several times
-  // what copying the memory does (pinned_host.hpp), so a factorization that allocates its T each
-  // call (134 MB at n = 32768) would pay for it every time. Bounded by pinned_cache_bytes.
+  // what copying the memory does (pinned_host_alloc, tessera/sched/cuda.hpp), so a factorization
+  // that allocates its T each call (134 MB at n = 32768) would pay for it every time. Bounded by
+  // pinned_cache_bytes.
   static constexpr std::size_t pinned_cache_bytes = std::size_t(1) << 30;
   std::vector<std::pair<void*, std::size_t>> _pinned_cache;
   std::size_t _pinned_cached = 0;
