@@ -64,6 +64,7 @@ struct path {
   qr::memory where;
   const char* name;
   qr::algorithm algo = qr::algorithm::automatic;
+  int single_in_double = -1;  // qr::options::single_in_double
 };
 
 std::vector<path> paths() {
@@ -74,6 +75,8 @@ std::vector<path> paths() {
                    path{qr::target::cpu, qr::memory::device, "cpu blocked/device", qr::algorithm::blocked},
                    path{qr::target::gpu, qr::memory::host, "gpu/host"},
                    path{qr::target::gpu, qr::memory::device, "gpu/device"},
+                   path{qr::target::gpu, qr::memory::device, "gpu/device in float", qr::algorithm::automatic, 0},
+                   path{qr::target::gpu, qr::memory::device, "gpu/device in double", qr::algorithm::automatic, 1},
                    path{qr::target::hybrid, qr::memory::host, "hybrid/host"},
                    path{qr::target::hybrid, qr::memory::device, "hybrid/device"}})
       p.push_back(x);
@@ -95,7 +98,11 @@ void check_everything(const path& p, int m, int n, std::uint64_t salt) {
   o.algo = p.algo;
   o.nb = 64;
   o.threads = 2;
+  o.single_in_double = p.single_in_double;
   qr::factorization<T> f = qr::factorize(a.ref(), o);
+  if (p.single_in_double == 0 || !std::is_same_v<T, float> || p.where == qr::memory::host || p.on != qr::target::gpu)
+    CHECK_FALSE(f.choice().in_double);
+  if (p.single_in_double == 1 && std::is_same_v<T, float> && m > 0 && n > 0) CHECK(f.choice().in_double);
   CHECK(f.m() == m);
   CHECK(f.n() == n);
   CHECK(f.blocked() == (p.on == qr::target::gpu || p.algo == qr::algorithm::blocked));
@@ -221,6 +228,29 @@ TEST_CASE("factorize: bad arguments name the argument") {
           std::string::npos);
   CHECK(invalid_message([&] { qr::choose(10, 10, {.on = qr::target::cpu, .nb = 64, .ib = 24}); })
             .find("does not divide") != std::string::npos);
+  CHECK(invalid_message([&] { qr::choose(10, 10, {.single_in_double = 2}); }).find("single_in_double = 2") !=
+        std::string::npos);
+}
+
+TEST_CASE("single precision in double: a NaN in a device A is named and A, T are left as they were") {
+  if (!qr::gpu_available()) return;  // the GPU path only; the CPU paths' NaN checks are above
+  const int m = 300, n = 200;
+  for (const int at : {5, m * 150 + 17}) {  // in the first panel, and in a later one
+    CAPTURE(at);
+    std::vector<float> a0 = random_matrix<float>(m, n, m, 91);
+    a0[std::size_t(at)] = std::nanf("");
+    operand<float> a(a0, m, n, qr::memory::device);
+    for (const bool full_t : {false, true}) {
+      const std::string what = tessera::testing::invalid_message(
+          [&] { qr::factorize(a.ref(), {.on = qr::target::gpu, .nb = 64, .full_t = full_t, .single_in_double = 1}); });
+      CHECK(what.find("NaN") != std::string::npos);
+      const std::vector<float>& after = a.host();
+      bool same = true;
+      for (std::size_t i = 0; i < a0.size(); ++i)
+        same = same && (std::isnan(a0[i]) ? std::isnan(after[i]) : after[i] == a0[i]);
+      CHECK(same);
+    }
+  }
 }
 
 TEST_CASE("choose: the policy follows the measured rules and says why") {

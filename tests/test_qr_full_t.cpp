@@ -47,6 +47,7 @@ struct path {
   qr::target on;
   qr::memory where;
   const char* name;
+  int single_in_double = -1;  // qr::options::single_in_double
 };
 
 std::vector<path> paths() {
@@ -54,7 +55,9 @@ std::vector<path> paths() {
   if (qr::gpu_available()) {
     p.push_back({qr::target::cpu, qr::memory::device, "cpu/device"});  // factored in a host copy
     p.push_back({qr::target::gpu, qr::memory::host, "gpu/host"});
-    p.push_back({qr::target::gpu, qr::memory::device, "gpu/device"});
+    // Single precision in double (the FP64 tensor cores' path) and in float, whatever this GPU's rule.
+    p.push_back({qr::target::gpu, qr::memory::device, "gpu/device in float", 0});
+    p.push_back({qr::target::gpu, qr::memory::device, "gpu/device in double", 1});
   }
   return p;
 }
@@ -72,6 +75,7 @@ struct factored {
     o.on = p.on;
     o.full_t = true;
     o.nb = nb;
+    o.single_in_double = p.single_in_double;
     static tessera::runtime gpu_rt(qr::gpu_available() ? qr::gpu_runtime_options(2) : tessera::runtime_options{});
     static tessera::runtime cpu_rt(tessera::runtime_options{.workers = 2});
     tessera::runtime& rt = p.on == qr::target::cpu ? cpu_rt : gpu_rt;
@@ -84,6 +88,11 @@ struct factored {
     f.emplace(qr::factorize(rt, ref, o));
     REQUIRE(f->full_t());
     REQUIRE(f->blocked());
+    // Only a float matrix in device memory is computed in double, and only when asked or ruled so.
+    if (!std::is_same_v<T, float> || p.where == qr::memory::host || p.on == qr::target::cpu || p.single_in_double == 0)
+      CHECK_FALSE(f->choice().in_double);
+    if (std::is_same_v<T, float> && p.on == qr::target::gpu && p.where == qr::memory::device && p.single_in_double == 1)
+      CHECK(f->choice().in_double);
     t.assign(std::size_t(n) * n, T(-1));
     s.assign(std::size_t(m) * n, T(-1));
     f->copy_t(qr::host(t.data(), n, n, std::max(1, n)));

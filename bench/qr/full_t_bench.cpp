@@ -2,7 +2,8 @@
 // and Figure 2), Tessera beside its peers on the same matrices in one run.
 //
 //   tessera_full_t_bench [--sizes 1000,2000,...] [--precision d|s] [--repeat 3] [--max-lapack-n 6000]
-//                        [--max-larft-n 16384] [--host-memory pinned|pageable] [--plot FILE.svg] [--no-gpu]
+//                        [--max-larft-n 16384] [--host-memory pinned|pageable] [--single-in-double -1|0|1]
+//                        [--plot FILE.svg] [--no-gpu]
 //
 // Contestants, each on the same random n x n matrix (uniform in [-1, 1]); setup outside the timing:
 //   tessera full T + S (device)   the front door with options::full_t on a matrix already in device
@@ -65,6 +66,7 @@ struct options {
   int max_larft_n = 16384;   // cuSOLVER's Xlarft beyond: minutes
   int max_host_n = 1 << 30;
   bool pageable = false;  // the host contestant's matrix in pageable memory
+  int single_in_double = -1;  // qr::options::single_in_double for the device contestants
   bool gpu = true;
   std::string plot;
 };
@@ -112,7 +114,7 @@ contestant<T> lapack_geqrf_larft() {
 // The front door; device: the matrix already in device memory (its copy in untimed).
 template <class T>
 contestant<T> tessera_front_door(tessera::runtime& rt, qr::target on, qr::memory where, bool full_t,
-                                 bool pageable = false) {
+                                 bool pageable = false, int single_in_double = -1) {
   struct cached {
     int n = 0;
     tessera::device_buffer d;
@@ -120,9 +122,11 @@ contestant<T> tessera_front_door(tessera::runtime& rt, qr::target on, qr::memory
   };
   auto cache = std::make_shared<cached>();
   const std::string name = std::string("tessera ") + (full_t ? "full T + S" : "no T") + " (" + qr::name(on) + ", " +
-                           (pageable ? "pageable " : "") + qr::name(where) + ")";
+                           (pageable ? "pageable " : "") + qr::name(where) + ")" +
+                           (std::is_same_v<T, float> && single_in_double >= 0 ? single_in_double ? " in double" : " in float"
+                                                                               : "");
   return {name,
-          [&rt, on, where, full_t, pageable, cache](const std::vector<T>& a, int n) {
+          [&rt, on, where, full_t, pageable, single_in_double, cache](const std::vector<T>& a, int n) {
             const std::size_t bytes = sizeof(T) * a.size();
             if (cache->n != n) {
               cache->d = tessera::device_buffer();
@@ -147,6 +151,7 @@ contestant<T> tessera_front_door(tessera::runtime& rt, qr::target on, qr::memory
             o.on = on;
             o.algo = qr::algorithm::blocked;
             o.full_t = full_t;
+            o.single_in_double = single_in_double;
             // Without T on the panel width the full T takes: the cost of T and S alone.
             if (on == qr::target::gpu) o.nb = qr::default_full_t_nb(n);
             const auto t0 = std::chrono::steady_clock::now();
@@ -222,8 +227,8 @@ int run(const options& o) {
   std::vector<contestant<T>> cs;
   if (gpu) {
     gpu_rt.emplace(qr::gpu_runtime_options());
-    cs.push_back(tessera_front_door<T>(*gpu_rt, qr::target::gpu, qr::memory::device, true));
-    cs.push_back(tessera_front_door<T>(*gpu_rt, qr::target::gpu, qr::memory::device, false));
+    cs.push_back(tessera_front_door<T>(*gpu_rt, qr::target::gpu, qr::memory::device, true, false, o.single_in_double));
+    cs.push_back(tessera_front_door<T>(*gpu_rt, qr::target::gpu, qr::memory::device, false, false, o.single_in_double));
     cs.push_back(tessera_front_door<T>(*gpu_rt, qr::target::gpu, qr::memory::host, true, o.pageable));
     cs.back().max_n = o.max_host_n;
 #if TESSERA_BENCH_CUDA
@@ -314,6 +319,9 @@ int main(int argc, char** argv) {
          "--host-memory", [&o](const std::string& v) { o.pageable = v == "pageable"; },
          "the host contestant's matrix: pinned (default) or pageable (a plain std::vector)")
       ->check(CLI::IsMember({"pinned", "pageable"}));
+  app.add_option("--single-in-double", o.single_in_double,
+                 "single precision on device memory: -1 the front door's rule, 0 in float, 1 in double")
+      ->check(CLI::Range(-1, 1));
   app.add_flag("!--no-gpu", o.gpu, "leave out the GPU contestants");
   app.add_option("--plot", o.plot, "write GFLOP/s against n as SVG (the seed's Figure 2)");
   try {

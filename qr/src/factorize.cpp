@@ -8,8 +8,10 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "blocked_qr_gpu_in_double.hpp"
 #include "detail.hpp"
 #include "factorize_gpu.hpp"
 #include "memory.hpp"
@@ -457,6 +459,18 @@ factorization<T> factorize(runtime& rt, matrix_ref<T> a, const options& o) {
   require_available("tessera::qr::factorize", memory::device,
                     (a.where == memory::host ? elem * mn + st_bytes : 0) + t_bytes + work,
                     "the " + matrix + " on the device, T" + (c.full_t ? ", the full T and S" : "") + " and the workspace");
+  if constexpr (std::is_same_v<T, float>) {
+    if (a.where == memory::device && c.gpus <= 1 && o.single_in_double != 0 &&
+        (o.single_in_double == 1 || detail::double_outruns_single(rt))) {
+      // Beside the float results: A, T (and T and S) in double, and the double QR's workspace.
+      if (available_bytes(memory::device) >= t_bytes + st_bytes + detail::in_double_bytes(a.m, a.n, s->nbe, c.full_t) + 2 * work) {
+        s->how.in_double = true;
+        s->how.reason += "; single precision computed in double (FP64 tensor cores)";
+      } else {
+        s->how.reason += "; single precision stays in float: its double copies would not fit in device memory";
+      }
+    }
+  }
   if (a.where == memory::host) {
     s->t_host = rt.allocate_pinned(t_bytes);
     s->t = s->t_host.template get<T>();
@@ -487,6 +501,8 @@ factorization<T> factorize(runtime& rt, matrix_ref<T> a, const options& o) {
       detail::invalid("factorize", "gpus = " + std::to_string(c.gpus) + " but the runtime has " + std::to_string(rt.gpus()) +
                                " (runtime_options_for sets runtime_options::gpus)");
     blocked_qr_multi_gpu(rt, a.m, a.n, a.data, a.ld, s->t, s->nbe, bo);
+  } else if (s->how.in_double) {
+    if constexpr (std::is_same_v<T, float>) detail::blocked_qr_gpu_in_double(rt, a.m, a.n, a.data, a.ld, s->t, s->nbe, s->st, a.m, bo);
   } else {
     blocked_qr_gpu(rt, a.m, a.n, a.data, a.ld, s->t, s->nbe, s->st, a.m, bo);
   }

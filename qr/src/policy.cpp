@@ -52,6 +52,8 @@ choice choose(int m, int n, const options& o, bool gpu) {
   require_at_least(func, "nb", o.nb, 0);
   require_at_least(func, "ib", o.ib, 0);
   require_at_least(func, "lookahead", o.lookahead, -1);
+  require_at_least(func, "single_in_double", o.single_in_double, -1);
+  require_at_most(func, "single_in_double", o.single_in_double, 1);
   if (o.algo == algorithm::blocked && o.lookahead == 0)
     invalid(func, "lookahead = 0: the blocked QR needs at least 1");
   choice c;

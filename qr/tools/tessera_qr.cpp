@@ -189,6 +189,7 @@ result run(const config& c) {
       seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
   }
+  res.choice = f->choice();  // what ran: factorize may take a safer path, or single precision in double
   if (!c.trace.empty()) {
     rt.enable_trace(false);
     write_trace(c, rt);
@@ -223,6 +224,8 @@ void print_text(const config& c, const result& r, double gflops) {
                 qr::geqrf_flops(c.m, c.n), qr::full_t_flops(c.m, c.n));
   else
     std::printf("  rate      %.2f GFLOP/s (LAWN 41: %.4g flops)\n", gflops, qr::geqrf_flops(c.m, c.n));
+  if (r.choice.in_double)
+    std::printf("  precision single, computed in double on the GPU (--single-in-double; R, V and T in float)\n");
   if (r.choice.on != qr::target::cpu)
     std::printf("  moved     %.3f GB host->device (%llu copies), %.3f GB device->host (%llu copies), last run\n",
                 double(r.transfers.h2d_bytes) * 1e-9, static_cast<unsigned long long>(r.transfers.h2d_copies),
@@ -271,7 +274,7 @@ void print_json(const config& c, const result& r, double gflops) {
       "\"threads\": %u, \"lookahead\": %d, \"seconds\": %s, \"gflops\": %s, \"residual_qr\": %s, "
       "\"residual_orth\": %s, \"full_t\": %s, \"residual_s\": %s, \"error_t_lapack\": %s, \"passed\": %s, "
       "\"h2d_bytes\": %llu, \"d2h_bytes\": %llu, \"gpus\": %u, \"peer_bytes\": %llu, \"peer_bytes_per_step\": %s, "
-      "\"reason\": %s}\n",
+      "\"in_double\": %s, \"reason\": %s}\n",
       c.m, c.n, ch.nb, ch.ib, c.precision.c_str(), qr::name(ch.on), qr::name(ch.algo), c.memory.c_str(),
       c.matrix.c_str(), number(c.spec.cond).c_str(), number(c.spec.scale).c_str(), c.threads, ch.lookahead,
       number(r.seconds).c_str(), number(gflops).c_str(), number(res ? std::optional(res->qr) : std::nullopt).c_str(),
@@ -279,7 +282,8 @@ void print_json(const config& c, const result& r, double gflops) {
       number(res ? res->s_error : std::nullopt).c_str(), number(res ? res->t_error : std::nullopt).c_str(),
       res ? (res->passed() ? "true" : "false") : "null", static_cast<unsigned long long>(r.transfers.h2d_bytes),
       static_cast<unsigned long long>(r.transfers.d2h_bytes), ch.on == qr::target::cpu ? 0u : ch.gpus,
-      static_cast<unsigned long long>(r.transfers.peer_bytes), steps.c_str(), json_string(ch.reason).c_str());
+      static_cast<unsigned long long>(r.transfers.peer_bytes), steps.c_str(), ch.in_double ? "true" : "false",
+      json_string(ch.reason).c_str());
 }
 
 }  // namespace
@@ -335,6 +339,10 @@ int main(int argc, char** argv) {
                  "gpu, blocked: GPUs that split the trailing matrix; hybrid: GPUs that share the GPU's columns "
                  "(default 1; more than the machine has is an error)")
       ->check(at_least(1));
+  app.add_option("--single-in-double", c.o.single_in_double,
+                 "single precision, device memory, gpu: -1 computed in double where the GPU's rule says "
+                 "(compute capability 9.0), 0 never, 1 always")
+      ->check(CLI::Range(-1, 1));
   app.add_flag("--gpus-on-one-device", c.o.gpus_on_one_device,
                "tests: every one of --gpus is CUDA device 0 (the several-GPU code on one GPU; no speed-up)");
   app.add_option("--stream-depth", c.stream_depth, "GPU tasks in flight per stream (0: no limit)")->check(at_least(0));

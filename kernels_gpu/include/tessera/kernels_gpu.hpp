@@ -10,4 +10,5 @@
 #include <tessera/kernels_gpu/gpu_larfb.hpp>
 #include <tessera/kernels_gpu/gpu_full_t.hpp>
 #include <tessera/kernels_gpu/gpu_finite.hpp>
+#include <tessera/kernels_gpu/gpu_convert.hpp>
 #include <tessera/kernels_gpu/gpu_batched.hpp>

@@ -1,0 +1,27 @@
+#pragma once
+// The single-precision blocked GPU QR computed in double: on GPUs whose FP64 tensor cores run
+// GEMMs faster than their FP32 units (Hopper: DGEMM 60-62 TFLOP/s, SGEMM 51-52; ../shared/ANCHORS.md),
+// A goes to a double copy on the device, blocked_qr_gpu<double> factors it, and R, V, T (and the
+// full T and S) come back rounded to float: faster, and at least as accurate as in float.
+#include <cstddef>
+
+#include "tessera/qr/blocked_qr_gpu.hpp"
+
+namespace tessera::qr::detail {
+
+// Whether a CUDA device of this compute capability runs the single-precision blocked QR faster
+// in double (measured on H100 and H200: compute capability 9.0).
+bool double_outruns_single(int major, int minor) noexcept;
+// The same for the runtime's GPU 0 (false without one).
+bool double_outruns_single(runtime& rt);
+
+// Device bytes the double copies take: A, T (nb x n) and, with the full T, T and S (m x n).
+std::size_t in_double_bytes(int m, int n, int nb, bool full_t) noexcept;
+
+// As blocked_qr_gpu<float>(rt, m, n, a, lda, t, ldt, st, ldst, o) with o.device_matrix: a, t and
+// st (null without the full T) are device memory, o.nb is the panel width. Every check and error
+// of the double QR applies (A's NaN and Inf named); on error a, t and st are left as they were.
+void blocked_qr_gpu_in_double(runtime& rt, int m, int n, float* a, int lda, float* t, int ldt, float* st, int ldst,
+                              const blocked_options& o);
+
+}  // namespace tessera::qr::detail
