@@ -128,7 +128,7 @@ TEST_CASE("tessera_qr --json prints one object that python3 parses") {
       "assert d['precision'] == 'd' and d['device'] == 'cpu' and d['threads'] == 2, d; "
       "assert d['lookahead'] == 0 and d['seconds'] > 0 and d['gflops'] > 0, d; "
       "assert d['algorithm'] == 'tile' and d['memory'] == 'host' and d['matrix'] == 'random', d; "
-      "assert 'cpu' in d['reason'], d; "
+      "assert 'cpu' in d['reason'] and d['in_double'] is False, d; "
       "assert d['residual_qr'] < 60 and d['residual_orth'] < 60 and d['passed'] is True, d";
   CHECK(shell(exe + " --m 200 --n 120 --nb 32 --ib 8 --threads 2 --device cpu --check --json" +
               seed_arg() + " | python3 -c \"" + check + "\"") == 0);
@@ -245,6 +245,22 @@ TEST_CASE("tessera_qr --full-t: the full T and S checked on every device there i
     CHECK(o.code == 2);
     CHECK(o.out.find("full") != std::string::npos);
   }
+}
+
+TEST_CASE("tessera_qr --single-in-double: single precision in double on a device matrix, checked; bad values exit 2") {
+  CHECK(run("--m 64 --n 64 --single-in-double 2").code == 2);
+  if (!tessera::qr::gpu_available()) return;
+  for (const char* mode : {"0", "1"})
+    for (const char* extra : {"", " --full-t"}) {
+      CAPTURE(mode);
+      CAPTURE(extra);
+      const outcome o = run(std::string("--m 300 --n 200 --nb 64 --precision s --memory device --threads 2 --check --json "
+                                        "--single-in-double ") + mode + extra + seed_arg());
+      CAPTURE(o.out);
+      CHECK(o.code == 0);
+      CHECK(o.out.find("\"passed\": true") != std::string::npos);
+      CHECK(o.out.find(std::string("\"in_double\": ") + (mode[0] == '1' ? "true" : "false")) != std::string::npos);
+    }
 }
 
 TEST_CASE("tessera_qr --gpus: more GPUs than the machine has exit 2 naming them; on one device, checked with peer bytes") {
