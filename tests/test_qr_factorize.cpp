@@ -232,6 +232,36 @@ TEST_CASE("factorize: bad arguments name the argument") {
         std::string::npos);
 }
 
+TEST_CASE("single precision in double: A with ld > m, with and without the full T; the rows past m untouched") {
+  if (!qr::gpu_available()) return;
+  const int m = 333, n = 200, ld = 341;
+  const std::vector<float> a0 = random_matrix<float>(m, n, ld, 93);  // entries past m in each column too
+  for (const bool full_t : {false, true})
+    for (const int mode : {0, 1}) {
+      CAPTURE(full_t);
+      CAPTURE(mode);
+      std::vector<float> h = a0;
+      static tessera::runtime rt(qr::gpu_runtime_options(2));
+      tessera::device_buffer d = rt.allocate_device(sizeof(float) * h.size());
+      qr::copy<float>(qr::host(h.data(), ld, n, ld), qr::device(d.get<float>(), ld, n, ld));
+      auto f = qr::factorize(rt, qr::device(d.get<float>(), m, n, ld),
+                             {.on = qr::target::gpu, .nb = 64, .full_t = full_t, .single_in_double = mode});
+      CHECK(f.choice().in_double == (mode == 1));
+      std::vector<float> back(h.size());
+      qr::copy<float>(qr::device(d.get<float>(), ld, n, ld), qr::host(back.data(), ld, n, ld));
+      bool padding = true;
+      for (int j = 0; j < n; ++j)
+        for (int i = m; i < ld; ++i) padding = padding && back[i + std::size_t(j) * ld] == a0[i + std::size_t(j) * ld];
+      CHECK(padding);
+      std::vector<float> compact(std::size_t(m) * n);
+      for (int j = 0; j < n; ++j)
+        for (int i = 0; i < m; ++i) compact[i + std::size_t(j) * m] = a0[i + std::size_t(j) * ld];
+      const qr::qr_residuals r = qr::check(f, compact.data(), m);
+      CHECK(r.qr < 60);
+      CHECK(r.orth < 60);
+    }
+}
+
 TEST_CASE("single precision in double: a NaN in a device A is named and A, T are left as they were") {
   if (!qr::gpu_available()) return;  // the GPU path only; the CPU paths' NaN checks are above
   const int m = 300, n = 200;
