@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <vector>
@@ -77,6 +78,8 @@ std::vector<path> paths() {
                    path{qr::target::gpu, qr::memory::device, "gpu/device"},
                    path{qr::target::gpu, qr::memory::device, "gpu/device in float", qr::algorithm::automatic, 0},
                    path{qr::target::gpu, qr::memory::device, "gpu/device in double", qr::algorithm::automatic, 1},
+                   path{qr::target::gpu, qr::memory::host, "gpu/host in float", qr::algorithm::automatic, 0},
+                   path{qr::target::gpu, qr::memory::host, "gpu/host in double", qr::algorithm::automatic, 1},
                    path{qr::target::hybrid, qr::memory::host, "hybrid/host"},
                    path{qr::target::hybrid, qr::memory::device, "hybrid/device"}})
       p.push_back(x);
@@ -100,8 +103,7 @@ void check_everything(const path& p, int m, int n, std::uint64_t salt) {
   o.threads = 2;
   o.single_in_double = p.single_in_double;
   qr::factorization<T> f = qr::factorize(a.ref(), o);
-  if (p.single_in_double == 0 || !std::is_same_v<T, float> || p.where == qr::memory::host || p.on != qr::target::gpu)
-    CHECK_FALSE(f.choice().in_double);
+  if (p.single_in_double == 0 || !std::is_same_v<T, float> || p.on != qr::target::gpu) CHECK_FALSE(f.choice().in_double);
   if (p.single_in_double == 1 && std::is_same_v<T, float> && m > 0 && n > 0) CHECK(f.choice().in_double);
   CHECK(f.m() == m);
   CHECK(f.n() == n);
@@ -260,6 +262,30 @@ TEST_CASE("single precision in double: A with ld > m, with and without the full 
       CHECK(r.qr < 60);
       CHECK(r.orth < 60);
     }
+}
+
+TEST_CASE("single precision in double: a NaN in a host A is named, with its place, and A is left as it was") {
+  if (!qr::gpu_available()) return;
+  const int m = 300, n = 200;
+  for (const int at : {5, m * 150 + 17}) {
+    CAPTURE(at);
+    std::vector<float> a0 = random_matrix<float>(m, n, m, 92);
+    a0[std::size_t(at)] = std::nanf("");
+    for (const bool full_t : {false, true}) {
+      std::vector<float> a = a0;
+      const std::string what = tessera::testing::invalid_message([&] {
+        qr::factorize(qr::host(a.data(), m, n, m), {.on = qr::target::gpu, .nb = 64, .full_t = full_t, .single_in_double = 1});
+      });
+      CAPTURE(what);
+      CHECK(what.find("NaN") != std::string::npos);
+      char place[48];
+      std::snprintf(place, sizeof place, "A(%d, %d)", at % m, at / m);
+      CHECK(what.find(place) != std::string::npos);
+      bool same = true;
+      for (std::size_t i = 0; i < a0.size(); ++i) same = same && (std::isnan(a0[i]) ? std::isnan(a[i]) : a[i] == a0[i]);
+      CHECK(same);
+    }
+  }
 }
 
 TEST_CASE("single precision in double: a NaN in a device A is named and A, T are left as they were") {

@@ -58,6 +58,8 @@ std::vector<path> paths() {
     // Single precision in double (the FP64 tensor cores' path) and in float, whatever this GPU's rule.
     p.push_back({qr::target::gpu, qr::memory::device, "gpu/device in float", 0});
     p.push_back({qr::target::gpu, qr::memory::device, "gpu/device in double", 1});
+    p.push_back({qr::target::gpu, qr::memory::host, "gpu/host in float", 0});
+    p.push_back({qr::target::gpu, qr::memory::host, "gpu/host in double", 1});
   }
   return p;
 }
@@ -88,11 +90,10 @@ struct factored {
     f.emplace(qr::factorize(rt, ref, o));
     REQUIRE(f->full_t());
     REQUIRE(f->blocked());
-    // Only a float matrix in device memory is computed in double, and only when asked or ruled so.
-    if (!std::is_same_v<T, float> || p.where == qr::memory::host || p.on == qr::target::cpu || p.single_in_double == 0)
+    // Only a float matrix on the GPU is computed in double, and only when asked or ruled so.
+    if (!std::is_same_v<T, float> || p.on == qr::target::cpu || p.single_in_double == 0)
       CHECK_FALSE(f->choice().in_double);
-    if (std::is_same_v<T, float> && p.on == qr::target::gpu && p.where == qr::memory::device && p.single_in_double == 1)
-      CHECK(f->choice().in_double);
+    if (std::is_same_v<T, float> && p.on == qr::target::gpu && p.single_in_double == 1) CHECK(f->choice().in_double);
     t.assign(std::size_t(n) * n, T(-1));
     s.assign(std::size_t(m) * n, T(-1));
     f->copy_t(qr::host(t.data(), n, n, std::max(1, n)));

@@ -4,8 +4,10 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "blocked_qr_gpu_in_double.hpp"
 #include "detail.hpp"
 #include "tessera/qr/gpu.hpp"
 
@@ -59,21 +61,30 @@ using detail::panel_priority;
 
 // The device matrix and T, one handle per column block and per T block, the task insertion. With
 // a host matrix the device copies live in buffers of this class and the runtime moves the column
-// blocks; with a device matrix the handles name the caller's memory and nothing moves.
-template <class T>
+// blocks; with a device matrix the handles name the caller's memory and nothing moves. H is the
+// host matrix's precision, T the one computed in: with H = float and T = double (host matrices
+// only) each host block has a handle of its own, placed in a device buffer of H, and GPU tasks
+// convert it to the double matrix as it arrives and back before it goes home.
+template <class T, class H = T>
 class blocked_qr {
+  static constexpr bool mixed = !std::is_same_v<T, H>;
+
  public:
-  blocked_qr(runtime& rt, int m, int n, T* a, int lda, T* t, int ldt, T* st, int ldst, int nb, int ib,
+  blocked_qr(runtime& rt, int m, int n, H* a, int lda, H* t, int ldt, H* st, int ldst, int nb, int ib,
              bool on_device)
       : _rt(rt), _m(m), _n(n), _nb(nb), _ib(ib), _nt((n + nb - 1) / nb), _mt((m + nb - 1) / nb),
         _on_device(on_device), _full_t(st != nullptr) {
     if (on_device) {
-      _da = a;
-      _ldda = lda;
-      _dt = t;
-      _lddt = ldt;
-      _dst = st;
-      _lddst = ldst;
+      if constexpr (mixed) {
+        detail::invalid(func, "two precisions need a host matrix");
+      } else {
+        _da = a;
+        _ldda = lda;
+        _dt = t;
+        _lddt = ldt;
+        _dst = st;
+        _lddst = ldst;
+      }
     } else {
       _a_dev = rt.allocate_device(sizeof(T) * std::size_t(m) * n);
       _t_dev = rt.allocate_device(sizeof(T) * std::size_t(nb) * n);
@@ -86,6 +97,11 @@ class blocked_qr {
         _dst = _st_dev.get<T>();
         _lddst = m;
       }
+      if constexpr (mixed) {  // the host blocks' device copies, in H: ld m for A and S, nb for T
+        _a_stage = rt.allocate_device(sizeof(H) * std::size_t(m) * n);
+        _t_stage = rt.allocate_device(sizeof(H) * std::size_t(nb) * n);
+        if (_full_t) _st_stage = rt.allocate_device(sizeof(H) * std::size_t(m) * n);
+      }
     }
     // Every allocation before any registration: a failure leaves no handle placed in freed memory.
     _counts = rt.allocate_pinned(sizeof(unsigned) * std::size_t(_nt));
@@ -95,6 +111,13 @@ class blocked_qr {
       if (on_device) {
         _col.push_back(rt.register_device_data(column(j), sizeof(T) * std::size_t(m), w, sizeof(T) * std::size_t(lda)));
         _t.push_back(rt.register_device_data(t_block(j), sizeof(T) * std::size_t(w), w, sizeof(T) * std::size_t(ldt)));
+      } else if constexpr (mixed) {
+        _col.push_back(rt.register_device_data(column(j), sizeof(T) * std::size_t(m), w, sizeof(T) * std::size_t(_ldda)));
+        _t.push_back(rt.register_device_data(t_block(j), sizeof(T) * std::size_t(w), w, sizeof(T) * std::size_t(_lddt)));
+        _col_home.push_back(mirror_of(_col.back(), a + std::size_t(j) * nb * lda, lda, _a_stage.get<H>() + std::size_t(j) * nb * m,
+                                      m, m, w, column(j), _ldda));
+        _t_home.push_back(mirror_of(_t.back(), t + std::size_t(j) * nb * ldt, ldt, _t_stage.get<H>() + std::size_t(j) * nb * nb,
+                                    nb, w, w, t_block(j), _lddt));
       } else {
         _col.push_back(rt.register_data(a + std::size_t(j) * nb * lda, sizeof(T) * std::size_t(m), w,
                                         sizeof(T) * std::size_t(lda)));
@@ -114,7 +137,10 @@ class blocked_qr {
       _rt.wait_all();
     } catch (...) {  // already reported, or the exception in flight is the one that matters
     }
-    if (!_on_device) {
+    if constexpr (mixed) {
+      for (const auto* list : {&_col_home, &_t_home, &_st_rows_home, &_t_cols_home})
+        for (const mirror& h : *list) _rt.release_device(h.host);
+    } else if (!_on_device) {
       for (int j = 0; j < _nt; ++j) {
         _rt.release_device(_col[j]);
         _rt.release_device(_t[j]);
@@ -129,8 +155,9 @@ class blocked_qr {
   // column block goes home before every check passed, so the message can name the first bad entry
   // from the untouched host copy. A device matrix is factored in place, so its checks must all
   // pass before any task writes to it: wait_for_checks() is then called before the panels.
-  void check_finite(const T* a, int lda) {
+  void check_finite(const H* a, int lda) {
     for (int j = 0; j < _nt; ++j) {
+      if constexpr (mixed) convert(_col_home[j], true);  // the host block in, as T
       unsigned* count = _counts.get<unsigned>() + j;
       const handle verdict = _rt.register_key(reinterpret_cast<std::uintptr_t>(count));
       _rt.task([=, this](task_context& ctx) {
@@ -142,7 +169,7 @@ class blocked_qr {
           .label("gpu_check")
           .color(detail::color_copy)
           .submit();
-      const T* host = _on_device ? nullptr : a + std::size_t(j) * _nb * lda;
+      const H* host = _on_device ? nullptr : a + std::size_t(j) * _nb * lda;
       detail::submit_verdict(_rt, func, count, _m, width(j), host, lda, j * _nb, verdict, _checked);
     }
   }
@@ -199,6 +226,18 @@ class blocked_qr {
   // left).
   void fetch(int k) {
     if (_on_device) return;
+    if constexpr (mixed) {  // rounded to H on the device, then home
+      std::vector<const mirror*> final_now{&_col_home[k], &_t_home[k]};
+      if (_full_t) {
+        if (k > 0) final_now.push_back(&_t_cols_home[k - 1]);
+        for (int i = k; i < (k + 1 == _nt ? _mt : k + 1); ++i) final_now.push_back(&_st_rows_home[i]);
+      }
+      for (const mirror* h : final_now) {
+        convert(*h, false);
+        _rt.task([] {}).read(h->host).read(_checked).label("fetch").color(detail::color_copy).submit();
+      }
+      return;
+    }
     std::vector<handle> final_now{_col[k], _t[k]};
     if (_full_t) {
       if (k > 0) final_now.push_back(_t_cols[k - 1]);
@@ -215,14 +254,49 @@ class blocked_qr {
   T* column(int j) const { return _da + std::size_t(j) * _nb * _ldda; }
   T* t_block(int j) const { return _dt + std::size_t(j) * _nb * _lddt; }
 
+  // A host block of H (host, ld) and its device copy (stage, ld_stage) beside the T block it
+  // becomes (device, ld_device): rows x cols.
+  struct mirror {
+    handle host, device;
+    H* stage;
+    int ld_stage, rows, cols;
+    T* dev;
+    int ld_dev;
+  };
+  mirror mirror_of(handle device, H* host, int ld, H* stage, int ld_stage, int rows, int cols, T* dev, int ld_dev) {
+    const handle h = _rt.register_data(host, sizeof(H) * std::size_t(rows), std::size_t(cols), sizeof(H) * std::size_t(ld));
+    _rt.place_on_device(h, stage, sizeof(H) * std::size_t(ld_stage));
+    return {h, device, stage, ld_stage, rows, cols, dev, ld_dev};
+  }
+  // in: the host block's device copy rounded up to T; else T's block rounded to H in that copy.
+  void convert(const mirror& x, bool in) {
+    auto b = in ? _rt.task([x](task_context& ctx) {
+      kernels::gpu_convert(x.rows, x.cols, x.stage, x.ld_stage, x.dev, x.ld_dev, stream_of(ctx));
+    })
+                : _rt.task([x](task_context& ctx) {
+                    kernels::gpu_convert(x.rows, x.cols, x.dev, x.ld_dev, x.stage, x.ld_stage, stream_of(ctx));
+                  });
+    b.on(device::gpu);
+    if (in) b.read(x.host).write(x.device).priority(panel_priority);
+    else b.read(x.device).write(x.host);
+    b.label(in ? "convert in" : "convert out").color(detail::color_copy).submit();
+  }
+
   // ST's handles, which cover it without overlap: row block i (rows i*nb.., columns up to the end
   // of its diagonal block), final after step i; T's block column j above its diagonal block (rows
   // 0..j*nb), final after step j (j >= 1).
-  void register_st(T* st, int ldst) {
+  void register_st(H* st, int ldst) {
     const auto handle_of = [&](int r0, int rows, int c0, int cols) {
       const std::size_t run = sizeof(T) * std::size_t(rows), pitch_dev = sizeof(T) * std::size_t(_lddst);
       T* dev = _dst + r0 + std::size_t(c0) * _lddst;
       if (_on_device) return _rt.register_device_data(dev, run, std::size_t(cols), pitch_dev);
+      if constexpr (mixed) {
+        const handle d = _rt.register_device_data(dev, run, std::size_t(cols), pitch_dev);
+        (c0 == 0 ? _st_rows_home : _t_cols_home)
+            .push_back(mirror_of(d, st + r0 + std::size_t(c0) * ldst, ldst, _st_stage.get<H>() + r0 + std::size_t(c0) * _m,
+                                 _m, rows, cols, dev, _lddst));
+        return d;
+      }
       const handle h = _rt.register_data(st + r0 + std::size_t(c0) * ldst, run, std::size_t(cols),
                                          sizeof(T) * std::size_t(ldst));
       _rt.place_on_device(h, dev, pitch_dev);
@@ -239,12 +313,14 @@ class blocked_qr {
   int _m, _n, _nb, _ib, _nt, _mt;
   bool _on_device, _full_t;
   device_buffer _a_dev, _t_dev, _st_dev;  // the device copies of a host matrix
+  device_buffer _a_stage, _t_stage, _st_stage;  // two precisions: the host blocks' copies in H
   T* _da = nullptr;   // m x n, leading dimension _ldda
   T* _dt = nullptr;   // nb x n, leading dimension _lddt
   T* _dst = nullptr;  // m x n, leading dimension _lddst (with the full T)
   int _ldda = 0, _lddt = 0, _lddst = 0;
   pinned_buffer _counts;  // non-finite entries per column block
   std::vector<handle> _col, _t, _st_rows, _t_cols;
+  std::vector<mirror> _col_home, _t_home, _st_rows_home, _t_cols_home;  // two precisions: the host blocks
   handle _checked;
 };
 
@@ -255,9 +331,11 @@ void blocked_qr_gpu(runtime& rt, int m, int n, T* a, int lda, T* t, int ldt, con
   blocked_qr_gpu<T>(rt, m, n, a, lda, t, ldt, nullptr, std::max(1, m), options);
 }
 
-template <class T>
-void blocked_qr_gpu(runtime& rt, int m, int n, T* a, int lda, T* t, int ldt, T* st, int ldst,
-                    const blocked_options& options) {
+namespace {
+
+// The factorization computed in T of a matrix held in H (blocked_qr's two precisions).
+template <class T, class H>
+void factor_blocked(runtime& rt, int m, int n, H* a, int lda, H* t, int ldt, H* st, int ldst, const blocked_options& options) {
   if (!rt.has_gpu()) detail::invalid(func, "the runtime has no GPU (runtime_options::gpu_streams)");
   detail::require_at_least(func, "n", n, 0);
   detail::require_at_least(func, "m", m, n, "n");
@@ -277,7 +355,7 @@ void blocked_qr_gpu(runtime& rt, int m, int n, T* a, int lda, T* t, int ldt, T* 
   if (!a) detail::invalid(func, "A is null");
   if (!t) detail::invalid(func, "T is null");
 
-  blocked_qr<T> qr(rt, m, n, a, lda, t, ldt, st, ldst, std::min(nb, n), options.ib, options.device_matrix);
+  blocked_qr<T, H> qr(rt, m, n, a, lda, t, ldt, st, ldst, std::min(nb, n), options.ib, options.device_matrix);
   const int nt = qr.tiles(), ahead = lookahead_of(n, options);
   qr.check_finite(a, lda);
   if (options.device_matrix) rt.wait_all();  // in place: nothing is written before A is known finite
@@ -295,7 +373,31 @@ void blocked_qr_gpu(runtime& rt, int m, int n, T* a, int lda, T* t, int ldt, T* 
   rt.wait_all();  // errors surface here; the device memory goes after
 }
 
+}  // namespace
+
+template <class T>
+void blocked_qr_gpu(runtime& rt, int m, int n, T* a, int lda, T* t, int ldt, T* st, int ldst,
+                    const blocked_options& options) {
+  factor_blocked<T, T>(rt, m, n, a, lda, t, ldt, st, ldst, options);
+}
+
+namespace detail {
+
+void blocked_qr_gpu_host_in_double(runtime& rt, int m, int n, float* a, int lda, float* t, int ldt, float* st,
+                                   int ldst, const blocked_options& options) {
+  if (options.device_matrix) invalid(func, "blocked_qr_gpu_host_in_double takes a host matrix");
+  factor_blocked<double, float>(rt, m, n, a, lda, t, ldt, st, ldst, options);
+}
+
+}  // namespace detail
+
 #else  // built without CUDA
+
+namespace detail {
+void blocked_qr_gpu_host_in_double(runtime&, int, int, float*, int, float*, int, float*, int, const blocked_options&) {
+  throw std::invalid_argument("tessera::qr::blocked_qr_gpu: Tessera was built without CUDA");
+}
+}  // namespace detail
 
 template <class T>
 void blocked_qr_gpu(runtime&, int, int, T*, int, T*, int, const blocked_options&) {

@@ -16,9 +16,10 @@ namespace tessera::qr::detail {
 
 bool double_outruns_single(int major, int minor) noexcept { return major == 9 && minor == 0; }
 
-std::size_t in_double_bytes(int m, int n, int nb, bool full_t) noexcept {
+std::size_t in_double_bytes(int m, int n, int nb, bool full_t, bool host_matrix) noexcept {
   const std::size_t mn = std::size_t(m) * std::size_t(n);
-  return sizeof(double) * (mn + std::size_t(std::min(nb, n)) * std::size_t(n) + (full_t ? mn : 0));
+  const std::size_t elements = mn + std::size_t(std::min(nb, n)) * std::size_t(n) + (full_t ? mn : 0);
+  return (sizeof(double) + (host_matrix ? sizeof(float) : 0)) * elements;
 }
 
 #if TESSERA_QR_CUDA
@@ -72,6 +73,10 @@ void convert_all(runtime& rt, const char* label, std::initializer_list<conversio
 void blocked_qr_gpu_in_double(runtime& rt, int m, int n, float* a, int lda, float* t, int ldt, float* st, int ldst,
                               const blocked_options& o) {
   if (n == 0) return;
+  if (!o.device_matrix) {
+    blocked_qr_gpu_host_in_double(rt, m, n, a, lda, t, ldt, st, ldst, o);
+    return;
+  }
   const int nb = std::min(o.nb, n);
   const std::size_t mn = std::size_t(m) * std::size_t(n);
   device_buffer a64 = rt.allocate_device(sizeof(double) * mn);

@@ -460,10 +460,12 @@ factorization<T> factorize(runtime& rt, matrix_ref<T> a, const options& o) {
                     (a.where == memory::host ? elem * mn + st_bytes : 0) + t_bytes + work,
                     "the " + matrix + " on the device, T" + (c.full_t ? ", the full T and S" : "") + " and the workspace");
   if constexpr (std::is_same_v<T, float>) {
-    if (a.where == memory::device && c.gpus <= 1 && o.single_in_double != 0 &&
-        (o.single_in_double == 1 || detail::double_outruns_single(rt))) {
-      // Beside the float results: A, T (and T and S) in double, and the double QR's workspace.
-      if (available_bytes(memory::device) >= t_bytes + st_bytes + detail::in_double_bytes(a.m, a.n, s->nbe, c.full_t) + 2 * work) {
+    if (c.gpus <= 1 && o.single_in_double != 0 && (o.single_in_double == 1 || detail::double_outruns_single(rt))) {
+      // A, T (and T and S) in double beside the float ones (a device matrix's, or the host
+      // blocks' device copies), and the double QR's workspace.
+      const bool host = a.where == memory::host;
+      if (available_bytes(memory::device) >=
+          (host ? 0 : t_bytes + st_bytes) + detail::in_double_bytes(a.m, a.n, s->nbe, c.full_t, host) + 2 * work) {
         s->how.in_double = true;
         s->how.reason += "; single precision computed in double (FP64 tensor cores)";
       } else {
