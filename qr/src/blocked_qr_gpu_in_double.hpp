@@ -1,8 +1,8 @@
 #pragma once
 // The single-precision blocked GPU QR computed in double: on GPUs whose FP64 tensor cores run
-// GEMMs faster than their FP32 units (Hopper: DGEMM 60-62 TFLOP/s, SGEMM 51-52; ../shared/ANCHORS.md),
-// A goes to a double copy on the device, blocked_qr_gpu<double> factors it, and R, V, T (and the
-// full T and S) come back rounded to float: faster, and at least as accurate as in float.
+// GEMMs faster than their FP32 units (Hopper: DGEMM 60-62 TFLOP/s, SGEMM 51-52), A goes to a double
+// copy on the device, the double QR factors it, and R, V, T (and the full T and S) come back
+// rounded to float: faster, and at least as accurate as in float.
 #include <cstddef>
 
 #include "tessera/qr/blocked_qr_gpu.hpp"

@@ -340,7 +340,7 @@ int main(int argc, char** argv) {
                  "(default 1; more than the machine has is an error)")
       ->check(at_least(1));
   app.add_option("--single-in-double", c.o.single_in_double,
-                 "single precision, device memory, gpu: -1 computed in double where the GPU's rule says "
+                 "single precision, blocked QR on the GPU: -1 computed in double where the GPU's rule says "
                  "(compute capability 9.0), 0 never, 1 always")
       ->check(CLI::Range(-1, 1));
   app.add_flag("--gpus-on-one-device", c.o.gpus_on_one_device,

@@ -94,10 +94,10 @@ struct options {
   // For tests on one GPU: every one of the gpus is CUDA device 0 (runtime_options::gpus), so the
   // several-GPU paths run (each logical GPU with its own streams, copies between them); not faster.
   bool gpus_on_one_device = false;
-  // Single precision on the GPU, a matrix in device memory (the blocked QR on one GPU): -1, computed
-  // in double where the GPU's FP64 tensor cores outrun its FP32 units (compute capability 9.0:
-  // H100, H200; docs/architecture.md, "Single precision in double") and device memory holds the
-  // double copies; 0, never; 1, wherever device memory holds them. R, V and T come back in float.
+  // Single precision by the blocked QR on one GPU (host or device matrix): -1, computed in double
+  // where the GPU's FP64 tensor cores outrun its FP32 units (compute capability 9.0: H100, H200;
+  // docs/architecture.md, "Single precision in double") and device memory holds the double copies;
+  // 0, never; 1, wherever device memory holds them. R, V and T come back in float.
   int single_in_double = -1;
 };
 
