@@ -1,7 +1,9 @@
 #include "blocked_qr_gpu_in_double.hpp"
 
 #include <algorithm>
+#include <initializer_list>
 #include <stdexcept>
+#include <vector>
 
 #include "detail.hpp"
 
