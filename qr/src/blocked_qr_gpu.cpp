@@ -254,8 +254,8 @@ class blocked_qr {
   T* column(int j) const { return _da + std::size_t(j) * _nb * _ldda; }
   T* t_block(int j) const { return _dt + std::size_t(j) * _nb * _lddt; }
 
-  // A host block of H (host, ld) and its device copy (stage, ld_stage) beside the T block it
-  // becomes (device, ld_device): rows x cols.
+  // A host block in H (handle host; rows x cols), its device copy in H (stage, ld_stage), and the
+  // block of the device matrix in T that it becomes (handle device; dev, ld_dev).
   struct mirror {
     handle host, device;
     H* stage;
