@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "detail.hpp"
+#include "factorize_gpu.hpp"
 
 #if TESSERA_QR_CUDA
 #include <cuda_runtime.h>
@@ -40,11 +41,6 @@ bool double_outruns_single(runtime& rt) {
 
 namespace {
 
-template <class T>
-handle device_matrix(runtime& rt, T* p, int m, int n, int ld) {
-  return rt.register_device_data(p, sizeof(T) * std::size_t(m), std::size_t(n), sizeof(T) * std::size_t(ld));
-}
-
 // dst := src rounded, as one GPU task (several matrices, one stream).
 struct conversion {
   const void* src;
@@ -63,8 +59,8 @@ void convert_all(runtime& rt, const char* label, std::initializer_list<conversio
   });
   task.on(device::gpu);
   for (const conversion& c : list) {
-    task.read(device_matrix(rt, static_cast<From*>(const_cast<void*>(c.src)), c.m, c.n, c.src_ld));
-    task.write(device_matrix(rt, static_cast<To*>(c.dst), c.m, c.n, c.dst_ld));
+    task.read(device_handle(rt, static_cast<const From*>(c.src), c.m, c.n, c.src_ld));
+    task.write(device_handle(rt, static_cast<To*>(c.dst), c.m, c.n, c.dst_ld));
   }
   task.label(label).submit();
   rt.wait_all();

@@ -48,16 +48,6 @@ void apply_q_device(runtime& rt, trans op, int m, int k, int nb, const T* a, int
   rt.wait_all();
 }
 
-namespace {
-
-template <class T>
-handle device_handle(runtime& rt, const T* p, int rows, int cols, int ld) {
-  return rt.register_device_data(const_cast<T*>(p), sizeof(T) * std::size_t(rows), std::size_t(cols),
-                                 sizeof(T) * std::size_t(ld));
-}
-
-}  // namespace
-
 template <class T>
 void apply_q_full_t_device(runtime& rt, trans op, int m, int k, const T* a, int lda, const T* st, int ldst,
                            matrix_ref<T> c) {

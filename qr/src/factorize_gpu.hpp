@@ -4,6 +4,13 @@
 
 namespace tessera::qr::detail {
 
+// A handle on a device matrix (rows x cols, ld) that only GPU tasks use in place.
+template <class T>
+handle device_handle(runtime& rt, const T* p, int rows, int cols, int ld) {
+  return rt.register_device_data(const_cast<T*>(p), sizeof(T) * std::size_t(rows), std::size_t(cols),
+                                 sizeof(T) * std::size_t(ld));
+}
+
 // C := op(Q) C on the device, Q from the blocked form (V: m x k in a, T: nb x k in t, ldt), C
 // device memory with m rows. Waits.
 template <class T>
