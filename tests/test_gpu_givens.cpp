@@ -9,6 +9,8 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <stdexcept>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -62,7 +64,11 @@ void check_plan(int L, int p, int base, double scale = 1) {
   cuda_ok(cudaMalloc(&dS, sizeof(T) * S_c.size()));
   cuda_ok(cudaMemcpy(dX, X.data(), sizeof(T) * X.size(), cudaMemcpyHostToDevice));
   cuda_ok(cudaMemset(dcs, 0, sizeof(T) * std::max<std::size_t>(cs_c.size(), 1)));
-  tessera::kernels::gpu_givens_generate(plan, dX, ldx, dcs, nullptr);
+  int* dsync = nullptr;
+  const std::size_t nsync = tessera::kernels::gpu_givens_sync_count(plan);
+  cuda_ok(cudaMalloc(&dsync, sizeof(int) * nsync));
+  cuda_ok(cudaMemset(dsync, 0x7f, sizeof(int) * nsync));  // the call clears them itself
+  tessera::kernels::gpu_givens_generate(plan, dX, ldx, dcs, dsync, nsync, nullptr);
   tessera::kernels::gpu_givens_blocks(plan, dcs, dS, nullptr);
   std::vector<T> Xg(X.size()), cs_g(cs_c.size()), S_g(S_c.size());
   cuda_ok(cudaMemcpy(Xg.data(), dX, sizeof(T) * X.size(), cudaMemcpyDeviceToHost));
@@ -74,6 +80,7 @@ void check_plan(int L, int p, int base, double scale = 1) {
   cudaFree(dX);
   cudaFree(dcs);
   cudaFree(dS);
+  cudaFree(dsync);
 
   // Exact zeros below the diagonal and untouched padding; the rest and the rotations as on the
   // CPUs up to rounding (the GPU may contract into FMAs).
@@ -131,4 +138,29 @@ TEST_CASE("givens sweeps on the GPU: entries near underflow and overflow, as on 
     check_plan<double>(L, p, base, 1e305);
     check_plan<float>(L, p, base, 1e36);
   }
+}
+
+// The sweeps' tickets and flags are the caller's device ints: too few is refused by name before
+// anything runs (the strip untouched).
+TEST_CASE("givens sweeps on the GPU: too few sync ints named") {
+  tessera::kernels::givens_plan plan;
+  plan.L = 600;
+  plan.p = 8;
+  plan.base = 590;
+  double *dX = nullptr, *dcs = nullptr;
+  int* dsync = nullptr;
+  cuda_ok(cudaMalloc(&dX, sizeof(double) * 600 * 8));
+  cuda_ok(cudaMalloc(&dcs, sizeof(double) * plan.cs_size()));
+  cuda_ok(cudaMalloc(&dsync, sizeof(int) * 8));
+  cuda_ok(cudaMemset(dX, 0, sizeof(double) * 600 * 8));
+  std::string what;
+  try {
+    tessera::kernels::gpu_givens_generate(plan, dX, 600, dcs, dsync, 8, nullptr);
+  } catch (const std::invalid_argument& e) {
+    what = e.what();
+  }
+  CHECK(what.find("nsync") != std::string::npos);
+  cudaFree(dX);
+  cudaFree(dcs);
+  cudaFree(dsync);
 }

@@ -15,6 +15,7 @@
 #include <tessera/kernels_gpu/gpu_givens.hpp>
 
 #include "check.hpp"
+#include "flags.cuh"
 
 namespace tessera::kernels {
 namespace {
@@ -312,12 +313,12 @@ __device__ T block_sum_after(T v, T* red) {
 }
 
 // Shared memory of the scan kernel: column j's rows and their rotations a tile at a time, then
-// each warp's tile of its column's rows and of the rotations, laid out a lane's run of scan_nb
+// warp 0's tile of its column's rows and of the rotations, laid out a lane's run of scan_nb
 // entries at a stride of scan_nb + 1 (no bank conflicts).
 constexpr int scan_tile = 2048, scan_nb = 8, scan_run = 32 * (scan_nb + 1);
 template <class T>
 constexpr std::size_t scan_shared_bytes() {
-  const std::size_t rot = 3 * scan_tile, apply = 4 * std::size_t(scan_run) * (scan_threads / 32);
+  const std::size_t rot = 3 * scan_tile, apply = 3 * std::size_t(scan_run);
   return (rot > apply ? rot : apply) * sizeof(T);
 }
 
@@ -356,8 +357,8 @@ __device__ __forceinline__ void scan_apply(T* const (&xcs)[CW], const T* __restr
       if (q < n) {
 #pragma unroll
         for (int c = 0; c < CW; ++c) px[c][k] = xcs[c][i - 1];
-        pc[k] = cj[2 * i];
-        ps[k] = cj[2 * i + 1];
+        pc[k] = __ldcg(cj + 2 * i);  // from L2: another block stored them during this kernel
+        ps[k] = __ldcg(cj + 2 * i + 1);
       }
     }
   };
@@ -430,123 +431,137 @@ __device__ __forceinline__ void scan_apply(T* const (&xcs)[CW], const T* __restr
   }
 }
 
-// Pairs: a warp takes two later columns (sharing the rotations' loads and A's scan) where they
-// outnumber the warps (p > 17). Only then is that code compiled in: in double it spills (132
-// bytes), and with it every strip of up to 17 sweeps was 5-27% slower. H100, ncu, (L, p, base),
-// without / with, us: double (3000, 64, 2936) 6248 / 5497, (6050, 50, 6000) 7786 / 6971, (4000,
-// 32, 3968) 2244 / 2185, but (12020, 20, 12000) 2864 / 3092 and (300, 20, 280) 166 / 197 (in
-// double, pairs from p = 33 would be faster; not tested on a GPU yet); single 3437 / 2881, 4256 /
-// 3626, 1268 / 1150, 1658 / 1640, 121 / 123.
-constexpr int pairs_from = scan_threads / 32 + 2;
-template <class T, bool Pairs>
+// Sweep j's rotations (cj, rows j + 1 .. top) from column xj (rows j .. top), which the sweep
+// leaves with X(j, j) and exact zeros below it; the whole block. Its scale first: the column's
+// largest |x| (NaN wins). Then tiles of rows [tlo, thi] from the bottom, a thread taking `per`
+// consecutive rows of a tile: a suffix sum of squares gives each rotation its carry.
+template <class T>
+__device__ void scan_rotations(int j, int top, T* __restrict__ xj, T* __restrict__ cj, T* sm, T* red, T& up,
+                               T& tile_sum) {
+  const int tid = static_cast<int>(threadIdx.x);
+  T m = 0;
+  for (int i = j + tid; i <= top; i += scan_threads) m = nan_max(m, abs(xj[i]));
+  m = block_max(m, red);
+  const int e = m > T(0) && isfinite(m) ? ilogb(m) : 0;
+  constexpr int per = scan_tile / scan_threads;
+  T* xs = sm;               // the tile's rows
+  T* cst = sm + scan_tile;  // their rotations (c, s)
+  T carry = 0;              // the scaled squares of the rows below the tile
+  T rjj = 0;                // X(j, j) afterwards, in the thread of row j + 1
+  bool has_jj = false;
+  for (int thi = top; thi >= j; thi -= scan_tile) {
+    const int tlo = max(j, thi - scan_tile + 1), n = thi - tlo + 1;
+#pragma unroll
+    for (int r = 0; r < per; ++r)
+      if (tid + scan_threads * r < n) xs[tid + scan_threads * r] = xj[tlo + tid + scan_threads * r];
+    if (tid == 0) up = tlo > j ? xj[tlo - 1] : T(0);
+    __syncthreads();
+    T sq = 0;
+#pragma unroll
+    for (int r = 0; r < per; ++r) {
+      const int q = per * tid + r;
+      if (q < n) {
+        const T y = scalbn(xs[q], -e);
+        sq = fma(y, y, sq);
+      }
+    }
+    T below = block_sum_after(sq, red) + carry;  // rows after this thread's
+#pragma unroll
+    for (int r = per - 1; r >= 0; --r) {
+      const int q = per * tid + r, i = tlo + q;
+      if (q >= n) continue;
+      const T xi = xs[q], y = scalbn(xi, -e);
+      const bool rows_below = below != T(0);
+      below = fma(y, y, below);
+      if (i > j) {
+        T c, s, rr;
+        make_rotation(q > 0 ? xs[q - 1] : up, rows_below ? scalbn(sqrt(below), e) : xi, c, s, rr);
+        cst[2 * q] = c;
+        cst[2 * q + 1] = s;
+        if (i == j + 1) rjj = rr, has_jj = true;
+      }
+    }
+    if (tid == 0) tile_sum = below;  // thread 0 holds the tile's first rows: all of it and below
+    __syncthreads();
+    carry = tile_sum;
+#pragma unroll
+    for (int r = 0; r < 2 * per; ++r) {
+      const int q = tid + scan_threads * r;
+      if (q < 2 * n && tlo + q / 2 > j) cj[2 * tlo + q] = cst[q];
+    }
+    __syncthreads();
+  }
+  for (int i = j + 1 + tid; i <= top; i += scan_threads) xj[i] = T(0);
+  if (has_jj) xj[j] = rjj;
+}
+
+// The sweeps by scans, a thread block a column, pipelined: block c takes sweeps 0 .. c - 1 on its
+// column as each is published (one warp, scan_apply), then makes sweep c's rotations from it
+// (the whole block) and publishes them: sync[1 + c] set with release after they are stored. So
+// block c applies sweep j while block j + 1 makes sweep j + 1, and a sweep's critical path is
+// one column's apply and one generation, not every later column's apply on one SM (which left
+// a 50-sweep strip of 6000 rows at about 140 us a sweep, bound by one SM's loads). Columns go by
+// tickets (sync[0]) in the order blocks start, so a block waits only for blocks already running:
+// no deadlock whatever the GPU schedules first. The same arithmetic, column by column, as when
+// one block did every column.
+template <class T>
 __global__ void __launch_bounds__(scan_threads) givens_generate_scan_kernel(givens_plan plan, T* __restrict__ X,
-                                                                           int ldx, T* __restrict__ cs) {
+                                                                           int ldx, T* cs, int* sync) {
   extern __shared__ unsigned char scan_raw[];
   T* sm = reinterpret_cast<T*>(scan_raw);
   __shared__ T red[64];
   __shared__ T up, tile_sum;  // the row above a rotation tile; the squares from its top down
-  const int L = plan.L, p = plan.p;
+  __shared__ int ticket;
+  const int L = plan.L;
   const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
-  const auto col = [&](int j) { return X + static_cast<std::ptrdiff_t>(j) * ldx; };
-  for (int j = 0; j < p; ++j) {
-    const int top = min(L - 1, plan.base + j);  // the same for every thread
-    if (top <= j) continue;
-    T* __restrict__ xj = col(j);
-    T* __restrict__ cj = cs + 2 * static_cast<std::size_t>(j) * L;
-    // Column j's rotations. Its scale first: its largest |x| (NaN wins).
-    T m = 0;
-    for (int i = j + tid; i <= top; i += scan_threads) m = nan_max(m, abs(xj[i]));
-    m = block_max(m, red);
-    const int e = m > T(0) && isfinite(m) ? ilogb(m) : 0;
-    // Tiles of rows [tlo, thi] from the bottom; a thread takes `per` consecutive rows of a tile.
-    constexpr int per = scan_tile / scan_threads;
-    T* xs = sm;              // the tile's rows
-    T* cst = sm + scan_tile;  // their rotations (c, s)
-    T carry = 0;  // the scaled squares of the rows below the tile
-    T rjj = 0;    // X(j, j) afterwards, in the thread of row j + 1
-    bool has_jj = false;
-    for (int thi = top; thi >= j; thi -= scan_tile) {
-      const int tlo = max(j, thi - scan_tile + 1), n = thi - tlo + 1;
-#pragma unroll
-      for (int r = 0; r < per; ++r)
-        if (tid + scan_threads * r < n) xs[tid + scan_threads * r] = xj[tlo + tid + scan_threads * r];
-      if (tid == 0) up = tlo > j ? xj[tlo - 1] : T(0);
-      __syncthreads();
-      T sq = 0;
-#pragma unroll
-      for (int r = 0; r < per; ++r) {
-        const int q = per * tid + r;
-        if (q < n) {
-          const T y = scalbn(xs[q], -e);
-          sq = fma(y, y, sq);
-        }
-      }
-      T below = block_sum_after(sq, red) + carry;  // rows after this thread's
-#pragma unroll
-      for (int r = per - 1; r >= 0; --r) {
-        const int q = per * tid + r, i = tlo + q;
-        if (q >= n) continue;
-        const T xi = xs[q], y = scalbn(xi, -e);
-        const bool rows_below = below != T(0);
-        below = fma(y, y, below);
-        if (i > j) {
-          T c, s, rr;
-          make_rotation(q > 0 ? xs[q - 1] : up, rows_below ? scalbn(sqrt(below), e) : xi, c, s, rr);
-          cst[2 * q] = c;
-          cst[2 * q + 1] = s;
-          if (i == j + 1) rjj = rr, has_jj = true;
-        }
-      }
-      if (tid == 0) tile_sum = below;  // thread 0 holds the tile's first rows: all of it and below
-      __syncthreads();
-      carry = tile_sum;
-#pragma unroll
-      for (int r = 0; r < 2 * per; ++r) {
-        const int q = tid + scan_threads * r;
-        if (q < 2 * n && tlo + q / 2 > j) cj[2 * tlo + q] = cst[q];
-      }
-      __syncthreads();
+  if (tid == 0) ticket = atomicAdd(sync, 1);
+  __syncthreads();
+  const int c = ticket;
+  T* __restrict__ xc = X + static_cast<std::ptrdiff_t>(c) * ldx;
+  if (warp == 0) {
+    for (int j = 0; j < c; ++j) {
+      const int top = min(L - 1, plan.base + j);
+      if (top <= j) break;  // this sweep and every later one are empty
+      while (detail::load_acquire<detail::flag_scope::device_global>(sync + 1 + j) == 0) __nanosleep(32);
+      __syncwarp();
+      T* const one[1] = {xc};
+      scan_apply<1>(one, cs + 2 * static_cast<std::size_t>(j) * L, j, top, lane, sm);
     }
-    for (int i = j + 1 + tid; i <= top; i += scan_threads) xj[i] = T(0);
-    if (has_jj) xj[j] = rjj;
-    // The later columns, a warp each (two each where they outnumber the warps), by tiles of 32
-    // scan_nb rotations from the bottom.
-    T* ax = sm + 4 * scan_run * warp;
-    constexpr int nw = scan_threads / 32;
-    for (int jj = j + 1 + warp; jj < p; jj += (Pairs ? 2 : 1) * nw) {
-      if constexpr (Pairs) {
-        if (jj + nw < p) {
-          T* const two[2] = {col(jj), col(jj + nw)};
-          scan_apply<2>(two, cj, j, top, lane, ax);
-          continue;
-        }
-      }
-      T* const one[1] = {col(jj)};
-      scan_apply<1>(one, cj, j, top, lane, ax);
-    }
-    __syncthreads();
+  }
+  __syncthreads();  // column c as warp 0 left it, for every thread
+  const int top = min(L - 1, plan.base + c);
+  if (top <= c) return;  // an empty sweep: no later block waits for it
+  scan_rotations(c, top, xc, cs + 2 * static_cast<std::size_t>(c) * L, sm, red, up, tile_sum);
+  __syncthreads();
+  if (tid == 0) {
+    __threadfence();  // the block's stores of the rotations seen before the flag
+    detail::store_release<detail::flag_scope::device_global>(sync + 1 + c, 1);
   }
 }
 
 }  // namespace
 
 template <class T>
-void gpu_givens_generate(const givens_plan& plan, T* X, int ldx, T* cs, cudaStream_t stream) {
+void gpu_givens_generate(const givens_plan& plan, T* X, int ldx, T* cs, int* sync, std::size_t nsync,
+                         cudaStream_t stream) {
   constexpr const char* kernel = "gpu_givens_generate";
   detail::require_ge(kernel, "L", plan.L, "0", 0);
   detail::require_ge(kernel, "p", plan.p, "0", 0);
   if (plan.L <= 1 || plan.p == 0 || plan.umax_all() == 0) return;
   detail::require_ge(kernel, "ldx", ldx, "L", plan.L);
+  detail::require_ge(kernel, "nsync", static_cast<long long>(nsync), "p + 1",
+                     static_cast<long long>(gpu_givens_sync_count(plan)));
   const int threads = plan.p >= 64 ? 1024 : (plan.p >= 16 ? 256 : 64);
   const std::size_t window = (std::size_t(2 * plan.p + 2) * plan.p + 2 * plan.p) * sizeof(T);
   constexpr std::size_t window_limit = 200 * 1024;  // of the H100's 227 KB per block
   if (scan_pays(plan)) {
-    const bool pairs = plan.p >= pairs_from;
-    auto k = pairs ? givens_generate_scan_kernel<T, true> : givens_generate_scan_kernel<T, false>;
+    auto k = givens_generate_scan_kernel<T>;
     constexpr std::size_t bytes = scan_shared_bytes<T>();
     detail::check(kernel, "cudaFuncSetAttribute",
                   cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
-    k<<<1, scan_threads, bytes, stream>>>(plan, X, ldx, cs);
+    detail::check(kernel, "cudaMemsetAsync",
+                  cudaMemsetAsync(sync, 0, gpu_givens_sync_count(plan) * sizeof(int), stream));
+    k<<<plan.p, scan_threads, bytes, stream>>>(plan, X, ldx, cs, sync);
   } else if (plan.p <= 31) {
     auto run = [&](auto kernel) { kernel<<<1, 32, 0, stream>>>(plan, X, ldx, cs); };
     if (plan.p <= 7)
@@ -569,7 +584,8 @@ void gpu_givens_generate(const givens_plan& plan, T* X, int ldx, T* cs, cudaStre
   detail::check(kernel, "givens_generate_kernel launch", cudaGetLastError());
 }
 
-template void gpu_givens_generate<float>(const givens_plan&, float*, int, float*, cudaStream_t);
-template void gpu_givens_generate<double>(const givens_plan&, double*, int, double*, cudaStream_t);
+template void gpu_givens_generate<float>(const givens_plan&, float*, int, float*, int*, std::size_t, cudaStream_t);
+template void gpu_givens_generate<double>(const givens_plan&, double*, int, double*, int*, std::size_t,
+                                          cudaStream_t);
 
 }  // namespace tessera::kernels

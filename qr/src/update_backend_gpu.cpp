@@ -57,6 +57,9 @@ struct gpu_resources {
   int epoch = 0, chain_lane = 0;
   using wait_fn = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
   wait_fn wait32 = nullptr;
+  // The Givens sweeps' tickets and flags (gpu_givens_generate clears them), a buffer a lane.
+  int* gsync[lanes] = {};
+  std::size_t ngsync[lanes] = {};
   gpu_resources() {
     // Lane R at the highest priority: its panels are the updates' chain, and the other lanes'
     // wide kernels would otherwise hold the SMs it waits for.
@@ -95,6 +98,7 @@ struct gpu_resources {
     if (check) cudaStreamSynchronize(check), cudaStreamDestroy(check);
     gpu_backend::release(count);
     gpu_backend::release(flags);
+    for (int* g : gsync) gpu_backend::release(g);
   }
 };
 
@@ -418,7 +422,17 @@ void gpu_backend::panel_qr(int lane, int m, int n, T* A, int lda, T* Tm, int ldt
 
 template <class T>
 void gpu_backend::givens_generate(int lane, const kernels::givens_plan& plan, T* X, int ldx, T* cs) {
-  kernels::gpu_givens_generate(plan, X, ldx, cs, _r->s[lane]);
+  auto& r = *_r;
+  const std::size_t need = kernels::gpu_givens_sync_count(plan);
+  if (need > r.ngsync[lane]) {
+    if (r.gsync[lane]) sync();  // no kernel reads the old ones any more
+    release(r.gsync[lane]);
+    r.gsync[lane] = nullptr, r.ngsync[lane] = 0;
+    const std::size_t n = std::max<std::size_t>(need, 128);
+    r.gsync[lane] = static_cast<int*>(acquire(n * sizeof(int)));
+    r.ngsync[lane] = n;
+  }
+  kernels::gpu_givens_generate(plan, X, ldx, cs, r.gsync[lane], r.ngsync[lane], r.s[lane]);
 }
 
 template <class T>

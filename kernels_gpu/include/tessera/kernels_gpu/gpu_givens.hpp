@@ -4,6 +4,8 @@
 // rotations that R, Q^T b and Q are then updated with by GEMMs. Enqueued on `stream`.
 #include <cuda_runtime.h>
 
+#include <cstddef>
+
 #include <tessera/kernels_cpu/givens.hpp>
 #include <tessera/kernels_gpu/common.hpp>
 
@@ -14,9 +16,15 @@ namespace tessera::kernels {
 // later columns; umax_all + p steps. For p <= 31 one warp as a systolic array (lane j is sweep
 // j, its two rows in registers, no barrier); wider strips on one thread block, three barriers a
 // step. Long sweeps (at least 64 and 8 p rows, p <= 64) go one sweep at a time instead, each in
-// parallel over its rows by scans (the same rotations up to rounding).
+// parallel over its rows by scans (the same rotations up to rounding), a thread block a column,
+// sweep j + 1 made while the later columns take sweep j. `sync`: at least gpu_givens_sync_count
+// device ints, which the call clears on `stream` (so calls sharing them go on one stream).
 template <class T>
-void gpu_givens_generate(const givens_plan& plan, T* X, int ldx, T* cs, cudaStream_t stream);
+void gpu_givens_generate(const givens_plan& plan, T* X, int ldx, T* cs, int* sync, std::size_t nsync,
+                         cudaStream_t stream);
+
+// The device ints gpu_givens_generate needs for `plan`'s sweeps: a ticket and a flag a sweep.
+inline std::size_t gpu_givens_sync_count(const givens_plan& plan) { return std::size_t(plan.p) + 1; }
 
 // givens_blocks on the GPU: one thread block per block of rotations, one thread per column.
 template <class T>
