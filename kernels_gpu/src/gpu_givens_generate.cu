@@ -1,5 +1,6 @@
-// The Givens sweeps of a strip as a wavefront (tessera/kernels_gpu/gpu_givens.hpp): on one warp
-// as a systolic array for p <= 31 (below), else on one thread block:
+// The Givens sweeps of a strip (tessera/kernels_gpu/gpu_givens.hpp): long sweeps by scans over
+// their rows, a thread block a column (below); otherwise as a wavefront, on one warp as a
+// systolic array for p <= 31 (below), else on one thread block:
 //
 // At step t, sweep j works on rows (i - 1, i), i = U - t + 2 j (U = plan.umax_all()): the active
 // sweeps' rows are two apart, so their rotations commute and are made at once (phase 1); then
@@ -238,15 +239,15 @@ __global__ void __launch_bounds__(32) givens_generate_systolic_kernel(givens_pla
     }
 }
 
-// The sweeps of long strips (where scan_pays) one at a time, each in parallel over its rows, on
-// one block of 512 threads. Sweep j's rotations follow from column j alone:
+// The sweeps of long strips (where scan_pays) one at a time, each in parallel over its rows, a
+// block of 512 threads a column. Sweep j's rotations follow from column j alone:
 // the carry that reaches row i is ||x(i:top, j)|| (x(i, j) itself where the rows below are zero),
 // so a suffix sum of squares (scaled by a power of two from the column's largest entry, so
 // nothing overflows) gives every rotation at once: b_i = that norm, (c, s) = make_rotation(x(i -
 // 1, j), b_i). A later column then takes the sweep's rotations as a first-order recurrence,
-// v(i - 1) = s_i v(i) + c_i x(i - 1) with x(i) := -s_i x(i - 1) + c_i v(i), which a warp a column
-// solves by tiles of 256 rotations from the bottom: a lane composes its run of 8 into one affine
-// map v -> A v + B, a scan over the lanes gives each its carry, the tile passes its last carry on.
+// v(i - 1) = s_i v(i) + c_i x(i - 1) with x(i) := -s_i x(i - 1) + c_i v(i), solved by tiles of
+// 256 rotations from the bottom: a lane composes its run of 8 into one affine map v -> A v + B, a
+// scan over the lanes gives each its carry, the tile passes its last carry on.
 // The wavefront forms wait on one rotation after another, rows + sweeps of them in sequence; here
 // a sweep costs a few block barriers and a pass over its rows. The same rotations and results up
 // to rounding (the norms and the carries are summed in another order). Every access to global
@@ -254,13 +255,14 @@ __global__ void __launch_bounds__(32) givens_generate_systolic_kernel(givens_pla
 // (each warp load touching 32 lines) the kernel was 2-4x slower.
 constexpr int scan_threads = 512;
 
-// Where the sweeps by scans are faster: a sweep costs them about 4 us plus 0.016 us a row, the
-// systolic wavefront 0.7-0.9 us a step (rows + sweeps steps). H100, ncu, double, (L, p, base) ->
+// Where the sweeps by scans are faster: a sweep cost them about 4 us plus 0.016 us a row on one
+// block, the systolic wavefront 0.7-0.9 us a step (rows + sweeps steps). H100, ncu, double, (L, p, base) ->
 // wavefront / scans, us: (256, 1, 255) 131 / 7.2, (1000, 1, 999) 502 / 7.9, (257, 5, 100) 55.7 /
 // 27.8, (300, 20, 280) 238 / 167, (500, 16, 480) 381 / 133, (3016, 16, 3000) 2298 / 514, (12020,
 // 20, 12000) 9356 / 2863; against the block-wide wavefront (p >= 32), (4000, 32, 3968) 8250 /
 // 2240, (600, 40, 560) 1585 / 673, (3000, 64, 2936) 9617 / 6246, (6050, 50, 6000) 22803 / 7799;
 // but (2000, 31, 40), sweeps of at most 71 rows, 66 / 203 (docs/results/2026-11-27-givens-scan-h100.md).
+// A block a column (below) took the scans 1.6-2.5x faster again (H200, 2026-11-28).
 inline bool scan_pays(const givens_plan& plan) {
   const int rows = plan.umax_all();  // the longest sweep's rotations
   return plan.p <= 64 && rows >= 64 && rows >= 8 * plan.p;
@@ -313,12 +315,12 @@ __device__ T block_sum_after(T v, T* red) {
 }
 
 // Shared memory of the scan kernel: column j's rows and their rotations a tile at a time, then
-// warp 0's tile of its column's rows and of the rotations, laid out a lane's run of scan_nb
+// each warp's tile of the column's rows and of the rotations, laid out a lane's run of scan_nb
 // entries at a stride of scan_nb + 1 (no bank conflicts).
 constexpr int scan_tile = 2048, scan_nb = 8, scan_run = 32 * (scan_nb + 1);
 template <class T>
 constexpr std::size_t scan_shared_bytes() {
-  const std::size_t rot = 3 * scan_tile, apply = 3 * std::size_t(scan_run);
+  const std::size_t rot = 3 * scan_tile, apply = 3 * std::size_t(scan_run) * (scan_threads / 32);
   return (rot > apply ? rot : apply) * sizeof(T);
 }
 
@@ -333,102 +335,125 @@ __device__ __forceinline__ void each_rotation(int lane, int n, const T* ac, cons
   }
 }
 
-// Sweep j's rotations (cj, rows j + 1 .. top) applied to CW columns of a warp, rows j .. top: by
-// tiles of 32 scan_nb rotations from the bottom, lane l taking the tile's rotations e = scan_nb l
-// .. (e = ihi - i) and composing them into one map of the carry, v -> A v + B (A, a product of the
-// sines, is the same for every column: the columns share the rotations' loads and A's scan). The
-// tile's entries pass through shared memory (sm: CW runs of x, then c, then s), loaded into
-// registers one tile ahead.
-template <int CW, class T>
-__device__ __forceinline__ void scan_apply(T* const (&xcs)[CW], const T* __restrict__ cj, int j, int top, int lane,
-                                           T* sm) {
-  T* ac = sm + CW * scan_run;
+// Sweep j's rotations i in [ilo_seg, ihi_seg] (of rows j + 1 .. top, cj) applied to column x by
+// one warp, by tiles of 32 scan_nb rotations from the bottom: lane l takes the tile's rotations
+// e = scan_nb l .. (e = ihi - i) and composes them into one map of the carry, v -> A v + B; a scan
+// over the lanes gives each its carry, the tile passes its last carry on. The tile's entries pass
+// through shared memory (sm: a run of x, then c, then s), loaded into registers one tile ahead,
+// each tile once its rotations are published (*published: rows from the bottom of the sweep that
+// have theirs stored). Map only: x untouched, (SA, SB) := the segment's map of the carry.
+// Otherwise: vin is the carry into the segment, the rows ilo_seg .. ihi_seg get their final
+// values, row ilo_seg - 1 is taken as `below` (its value before the sweep: the warp below may
+// already have written it) and, at the last segment (ilo_seg = j + 1), gets the last carry.
+template <bool MapOnly, class T>
+__device__ __forceinline__ void scan_apply(T* x, const T* cj, const int* published, int j, int top, int ilo_seg,
+                                           int ihi_seg, T vin, T below, int lane, T* sm, T& SA, T& SB) {
+  T* ac = sm + scan_run;
   T* as = ac + scan_run;
   const auto at = [](int q) { return q / scan_nb * (scan_nb + 1) + q % scan_nb; };
-  T vin[CW];  // the carry into the tile's first (bottom) rotation
-#pragma unroll
-  for (int c = 0; c < CW; ++c) vin[c] = xcs[c][top];
-  T px[CW][scan_nb], pc[scan_nb], ps[scan_nb];
+  T px[scan_nb], pc[scan_nb], ps[scan_nb];
+  int seen = 0;  // rows published when last looked (an acquire is a round trip to L2: only when short)
   const auto fetch = [&](int ihi) {
-    const int n = ihi - max(j + 1, ihi - 32 * scan_nb + 1) + 1;
+    const int lo = max(ilo_seg, ihi - 32 * scan_nb + 1), n = ihi - lo + 1;
+    while (seen < top + 1 - lo) {
+      seen = detail::load_acquire<detail::flag_scope::device_global>(published);
+      if (seen < top + 1 - lo) __nanosleep(20);
+    }
 #pragma unroll
     for (int k = 0; k < scan_nb; ++k) {
       const int q = lane + 32 * k, i = ihi - q;
       if (q < n) {
-#pragma unroll
-        for (int c = 0; c < CW; ++c) px[c][k] = xcs[c][i - 1];
+        px[k] = i == ilo_seg && !MapOnly ? below : x[i - 1];
         pc[k] = __ldcg(cj + 2 * i);  // from L2: another block stored them during this kernel
         ps[k] = __ldcg(cj + 2 * i + 1);
       }
     }
   };
-  fetch(top);
-  for (int ihi = top; ihi > j; ihi -= 32 * scan_nb) {
-    const int ilo = max(j + 1, ihi - 32 * scan_nb + 1), n = ihi - ilo + 1;
+  SA = 1, SB = 0;
+  fetch(ihi_seg);
+  for (int ihi = ihi_seg; ihi >= ilo_seg; ihi -= 32 * scan_nb) {
+    const int ilo = max(ilo_seg, ihi - 32 * scan_nb + 1), n = ihi - ilo + 1;
 #pragma unroll
     for (int k = 0; k < scan_nb; ++k) {
       const int q = lane + 32 * k;
       if (q < n) {
-#pragma unroll
-        for (int c = 0; c < CW; ++c) sm[c * scan_run + at(q)] = px[c][k];
+        sm[at(q)] = px[k];
         ac[at(q)] = pc[k];
         as[at(q)] = ps[k];
       }
     }
     __syncwarp();
-    if (ilo - 1 > j) fetch(ilo - 1);  // the next tile's rows (above this one's: no overlap with its stores)
-    T A = 1, B[CW];
-#pragma unroll
-    for (int c = 0; c < CW; ++c) B[c] = 0;
+    if (ilo > ilo_seg) fetch(ilo - 1);  // the next tile's rows (above this one's: no overlap with its stores)
+    T A = 1, B = 0;
     each_rotation(lane, n, ac, as, [&](int slot, T cs_c, T cs_s) {
-#pragma unroll
-      for (int c = 0; c < CW; ++c) B[c] = fma(cs_s, B[c], cs_c * sm[c * scan_run + slot]);
+      B = fma(cs_s, B, cs_c * sm[slot]);
       A *= cs_s;
     });
     // Lane l's incoming carry: the runs of lanes 0 .. l - 1 composed, (A, B) o (A2, B2) = (A A2, A B2 + B).
 #pragma unroll
     for (int d = 1; d < 32; d *= 2) {
-      const T A2 = __shfl_up_sync(0xffffffffu, A, d);
-      T B2[CW];
-#pragma unroll
-      for (int c = 0; c < CW; ++c) B2[c] = __shfl_up_sync(0xffffffffu, B[c], d);
+      const T A2 = __shfl_up_sync(0xffffffffu, A, d), B2 = __shfl_up_sync(0xffffffffu, B, d);
       if (lane >= d) {
-#pragma unroll
-        for (int c = 0; c < CW; ++c) B[c] = fma(A, B2[c], B[c]);
+        B = fma(A, B2, B);
         A *= A2;
       }
     }
-    const T Ap = __shfl_up_sync(0xffffffffu, A, 1);
-    T v[CW];
-#pragma unroll
-    for (int c = 0; c < CW; ++c) {
-      const T Bp = __shfl_up_sync(0xffffffffu, B[c], 1);
-      v[c] = lane == 0 ? vin[c] : fma(Ap, vin[c], Bp);
-      vin[c] = __shfl_sync(0xffffffffu, fma(A, vin[c], B[c]), 31);  // the next tile's
+    if constexpr (MapOnly) {
+      const T At = __shfl_sync(0xffffffffu, A, 31), Bt = __shfl_sync(0xffffffffu, B, 31);
+      SB = fma(At, SB, Bt);
+      SA *= At;
+      __syncwarp();
+      continue;
     }
+    const T Ap = __shfl_up_sync(0xffffffffu, A, 1), Bp = __shfl_up_sync(0xffffffffu, B, 1);
+    T v = lane == 0 ? vin : fma(Ap, vin, Bp);
+    vin = __shfl_sync(0xffffffffu, fma(A, vin, B), 31);  // the next tile's
     each_rotation(lane, n, ac, as, [&](int slot, T cs_c, T cs_s) {
-#pragma unroll
-      for (int c = 0; c < CW; ++c) {
-        const T u = sm[c * scan_run + slot];
-        sm[c * scan_run + slot] = -cs_s * u + cs_c * v[c];  // the final value of row i
-        v[c] = cs_c * u + cs_s * v[c];
-      }
+      const T u = sm[slot];
+      sm[slot] = -cs_s * u + cs_c * v;  // the final value of row i
+      v = cs_c * u + cs_s * v;
     });
     __syncwarp();
 #pragma unroll
     for (int k = 0; k < scan_nb; ++k) {
       const int q = lane + 32 * k;
-      if (q < n) {
-#pragma unroll
-        for (int c = 0; c < CW; ++c) xcs[c][ihi - q] = sm[c * scan_run + at(q)];
-      }
+      if (q < n) x[ihi - q] = sm[at(q)];
     }
     __syncwarp();
   }
-  if (lane == 0) {
-#pragma unroll
-    for (int c = 0; c < CW; ++c) xcs[c][j] = vin[c];
+  if (!MapOnly && ilo_seg == j + 1 && lane == 0) x[j] = vin;
+}
+
+// Sweep j applied to column x by the whole block: the rotations split into a run of tiles a
+// warp; each warp composes its run's map of the carry (pass 1), the maps of the runs below give
+// each warp its carry in, and each warp applies its run (pass 2): two passes over a 16th of the
+// rows each, where one warp over all of them put 24 tiles of 256 rotations (6000 rows) on the
+// sweeps' critical path. sh: the warps' maps, carries and boundary rows.
+template <class T>
+__device__ void scan_apply_block(T* x, const T* cj, const int* published, int j, int top, T* sm, T* sh) {
+  const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
+  constexpr int nw = scan_threads / 32, tile = 32 * scan_nb;
+  const int nt = (top - j + tile - 1) / tile, w_used = min(nw, nt);
+  // Warp w's tiles [t0, t1) from the bottom: rotations ilo .. ihi.
+  const int t0 = warp * nt / w_used, t1 = (warp + 1) * nt / w_used;
+  const int ihi = top - tile * t0, ilo = max(j + 1, top - tile * t1 + 1);
+  T* sa = sh;
+  T* sb = sh + nw;
+  T* bound = sh + 2 * nw;  // row ilo - 1 of warp w before the sweep
+  T* wsm = sm + 3 * scan_run * warp;
+  const T top0 = x[top];
+  T A = 1, B = 0;
+  if (warp < w_used) {
+    scan_apply<true>(x, cj, published, j, top, ilo, ihi, T(0), T(0), lane, wsm, A, B);
+    if (lane == 0) sa[warp] = A, sb[warp] = B, bound[warp] = x[ilo - 1];
   }
+  __syncthreads();
+  if (warp < w_used) {
+    T vin = top0;
+    for (int w = 0; w < warp; ++w) vin = fma(sa[w], vin, sb[w]);
+    scan_apply<false>(x, cj, published, j, top, ilo, ihi, vin, bound[warp], lane, wsm, A, B);
+  }
+  __syncthreads();
 }
 
 // Sweep j's rotations (cj, rows j + 1 .. top) from column xj (rows j .. top), which the sweep
@@ -436,8 +461,8 @@ __device__ __forceinline__ void scan_apply(T* const (&xcs)[CW], const T* __restr
 // largest |x| (NaN wins). Then tiles of rows [tlo, thi] from the bottom, a thread taking `per`
 // consecutive rows of a tile: a suffix sum of squares gives each rotation its carry.
 template <class T>
-__device__ void scan_rotations(int j, int top, T* __restrict__ xj, T* __restrict__ cj, T* sm, T* red, T& up,
-                               T& tile_sum) {
+__device__ void scan_rotations(int j, int top, T* __restrict__ xj, T* __restrict__ cj, int* published, T* sm,
+                               T* red, T& up, T& tile_sum) {
   const int tid = static_cast<int>(threadIdx.x);
   T m = 0;
   for (int i = j + tid; i <= top; i += scan_threads) m = nan_max(m, abs(xj[i]));
@@ -490,20 +515,24 @@ __device__ void scan_rotations(int j, int top, T* __restrict__ xj, T* __restrict
       if (q < 2 * n && tlo + q / 2 > j) cj[2 * tlo + q] = cst[q];
     }
     __syncthreads();
+    if (tid == 0) {  // the tile's rotations to the later columns' blocks, which take them at once
+      __threadfence();
+      detail::store_release<detail::flag_scope::device_global>(published, top + 1 - tlo);
+    }
   }
   for (int i = j + 1 + tid; i <= top; i += scan_threads) xj[i] = T(0);
   if (has_jj) xj[j] = rjj;
 }
 
 // The sweeps by scans, a thread block a column, pipelined: block c takes sweeps 0 .. c - 1 on its
-// column as each is published (one warp, scan_apply), then makes sweep c's rotations from it
-// (the whole block) and publishes them: sync[1 + c] set with release after they are stored. So
-// block c applies sweep j while block j + 1 makes sweep j + 1, and a sweep's critical path is
-// one column's apply and one generation, not every later column's apply on one SM (which left
-// a 50-sweep strip of 6000 rows at about 140 us a sweep, bound by one SM's loads). Columns go by
+// column (scan_apply_block), each tile of rotations as soon as it is published, then makes sweep
+// c's rotations from it, publishing them 2048 rows at a time from the bottom (sync[1 + c]: rows
+// stored, with release). So block c applies sweep j while block j + 1 makes sweep j + 1, and a
+// sweep's critical path is a generation and the tail of one column's apply, where one block
+// applying every later column (its loads alone) left a 64-sweep strip of 6100 rows at 33 us a
+// sweep on the H200, 21 us now (docs/results/2026-11-28-givens-pipeline-h200.md). Columns go by
 // tickets (sync[0]) in the order blocks start, so a block waits only for blocks already running:
-// no deadlock whatever the GPU schedules first. The same arithmetic, column by column, as when
-// one block did every column.
+// no deadlock whatever the GPU schedules first.
 template <class T>
 __global__ void __launch_bounds__(scan_threads) givens_generate_scan_kernel(givens_plan plan, T* __restrict__ X,
                                                                            int ldx, T* cs, int* sync) {
@@ -513,30 +542,20 @@ __global__ void __launch_bounds__(scan_threads) givens_generate_scan_kernel(give
   __shared__ T up, tile_sum;  // the row above a rotation tile; the squares from its top down
   __shared__ int ticket;
   const int L = plan.L;
-  const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
+  const int tid = static_cast<int>(threadIdx.x);
   if (tid == 0) ticket = atomicAdd(sync, 1);
   __syncthreads();
   const int c = ticket;
   T* __restrict__ xc = X + static_cast<std::ptrdiff_t>(c) * ldx;
-  if (warp == 0) {
-    for (int j = 0; j < c; ++j) {
-      const int top = min(L - 1, plan.base + j);
-      if (top <= j) break;  // this sweep and every later one are empty
-      while (detail::load_acquire<detail::flag_scope::device_global>(sync + 1 + j) == 0) __nanosleep(32);
-      __syncwarp();
-      T* const one[1] = {xc};
-      scan_apply<1>(one, cs + 2 * static_cast<std::size_t>(j) * L, j, top, lane, sm);
-    }
+  __shared__ T maps[3 * scan_threads / 32];
+  for (int j = 0; j < c; ++j) {
+    const int top = min(L - 1, plan.base + j);
+    if (top <= j) break;  // this sweep and every later one are empty
+    scan_apply_block(xc, cs + 2 * static_cast<std::size_t>(j) * L, sync + 1 + j, j, top, sm, maps);
   }
-  __syncthreads();  // column c as warp 0 left it, for every thread
   const int top = min(L - 1, plan.base + c);
   if (top <= c) return;  // an empty sweep: no later block waits for it
-  scan_rotations(c, top, xc, cs + 2 * static_cast<std::size_t>(c) * L, sm, red, up, tile_sum);
-  __syncthreads();
-  if (tid == 0) {
-    __threadfence();  // the block's stores of the rotations seen before the flag
-    detail::store_release<detail::flag_scope::device_global>(sync + 1 + c, 1);
-  }
+  scan_rotations(c, top, xc, cs + 2 * static_cast<std::size_t>(c) * L, sync + 1 + c, sm, red, up, tile_sum);
 }
 
 }  // namespace
