@@ -428,7 +428,7 @@ __device__ __forceinline__ void scan_apply(T* x, const T* cj, const int* publish
 // warp; each warp composes its run's map of the carry (pass 1), the maps of the runs below give
 // each warp its carry in, and each warp applies its run (pass 2): two passes over a 16th of the
 // rows each, where one warp over all of them put 24 tiles of 256 rotations (6000 rows) on the
-// sweeps' critical path. sh: the warps' maps, carries and boundary rows.
+// sweeps' critical path. sh: the warps' maps and boundary rows.
 template <class T>
 __device__ void scan_apply_block(T* x, const T* cj, const int* published, int j, int top, T* sm, T* sh) {
   const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
