@@ -152,7 +152,10 @@ TEST_CASE("givens sweeps on the GPU: too few sync ints named") {
   cuda_ok(cudaMalloc(&dX, sizeof(double) * 600 * 8));
   cuda_ok(cudaMalloc(&dcs, sizeof(double) * plan.cs_size()));
   cuda_ok(cudaMalloc(&dsync, sizeof(int) * 8));
-  cuda_ok(cudaMemset(dX, 0, sizeof(double) * 600 * 8));
+  std::vector<double> X(600 * 8);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (auto& x : X) x = u(tessera::testing::gpu::rng());  // sweeps would zero most of it
+  cuda_ok(cudaMemcpy(dX, X.data(), sizeof(double) * X.size(), cudaMemcpyHostToDevice));
   std::string what;
   try {
     tessera::kernels::gpu_givens_generate(plan, dX, 600, dcs, dsync, 8, nullptr);
@@ -160,6 +163,10 @@ TEST_CASE("givens sweeps on the GPU: too few sync ints named") {
     what = e.what();
   }
   CHECK(what.find("nsync") != std::string::npos);
+  cuda_ok(cudaDeviceSynchronize());
+  std::vector<double> after(X.size());
+  cuda_ok(cudaMemcpy(after.data(), dX, sizeof(double) * X.size(), cudaMemcpyDeviceToHost));
+  CHECK(after == X);
   cudaFree(dX);
   cudaFree(dcs);
   cudaFree(dsync);

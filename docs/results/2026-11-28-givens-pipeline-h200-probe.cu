@@ -1,18 +1,27 @@
 // The probe of docs/results/2026-11-28-givens-pipeline-h200.md: times gpu_givens_generate alone on
 // device-resident random strips (column j nonzero to row base + j), median of 9 after a warm-up,
-// and compares each strip with the CPUs' givens_generate. Kernel variants were copies of
-// kernels_gpu/src/gpu_givens_generate.cu with the public function renamed
-// (sed 's/gpu_givens_generate\b/gpu_givens_generate_vN/g'), declared in variants.hpp with
-// VARIANTS listing X(vN) for each, and built as
-//   nvcc -O3 -std=c++20 -arch=sm_90 -Ikernels_gpu/include -Ikernels_cpu/include -Ikernels_gpu/src \
-//     strip_time.cu gen_v*.cu build/lib/libtessera_kernels_gpu.a build/lib/libtessera_kernels_cpu.a -lcublas
+// and compares each strip with the CPUs' givens_generate. As it stands it times the library's
+// kernel:
+//   nvcc -O3 -std=c++20 -arch=sm_90 -Ikernels_gpu/include -Ikernels_cpu/include THIS_FILE \
+//     build/lib/libtessera_kernels_gpu.a build/lib/libtessera_kernels_cpu.a -lcublas
+// The record's variants were copies of kernels_gpu/src/gpu_givens_generate.cu with the public
+// function renamed (sed 's/gpu_givens_generate\b/gpu_givens_generate_vN/g'), declared with a
+// VARIANTS list of X(vN) in place of the library's below, and compiled in beside it.
 // Times gpu_givens_generate alone on device-resident strips (median of 9, events).
 #include <algorithm>
 #include <cstdio>
 #include <random>
 #include <vector>
 #include <cuda_runtime.h>
-#include "variants.hpp"
+#include "tessera/kernels_gpu/gpu_givens.hpp"
+namespace tessera::kernels {
+template <class T>
+void gpu_givens_generate_lib(const givens_plan& plan, T* X, int ldx, T* cs, int* sync, std::size_t nsync,
+                             cudaStream_t stream) {
+  gpu_givens_generate(plan, X, ldx, cs, sync, nsync, stream);
+}
+}  // namespace tessera::kernels
+#define VARIANTS X(lib)
 #include <string>
 #include <cmath>
 #include "tessera/kernels_cpu/givens.hpp"
