@@ -11,12 +11,14 @@
 // worked on in global memory.
 #include <cuda_pipeline.h>
 
+#include <algorithm>
 #include <cfloat>
 
 #include <tessera/kernels_gpu/gpu_givens.hpp>
 
 #include "check.hpp"
 #include "flags.cuh"
+#include "per_device.hpp"
 
 namespace tessera::kernels {
 namespace {
@@ -572,15 +574,22 @@ void gpu_givens_generate(const givens_plan& plan, T* X, int ldx, T* cs, int* syn
                      static_cast<long long>(gpu_givens_sync_count(plan)));
   const int threads = plan.p >= 64 ? 1024 : (plan.p >= 16 ? 256 : 64);
   const std::size_t window = (std::size_t(2 * plan.p + 2) * plan.p + 2 * plan.p) * sizeof(T);
-  constexpr std::size_t window_limit = 200 * 1024;  // of the H100's 227 KB per block
-  if (scan_pays(plan)) {
+  // Each form's shared memory where the device allows it (set once per device); the wavefront
+  // forms otherwise, which run on any GPU.
+  const std::size_t allowed = detail::gpu_givens_shared_memory(kernel);
+  const std::size_t window_limit = std::min<std::size_t>(200 * 1024, allowed);
+  constexpr std::size_t scan_bytes = scan_shared_bytes<T>();
+  if (scan_pays(plan) && scan_bytes <= allowed) {
     auto k = givens_generate_scan_kernel<T>;
-    constexpr std::size_t bytes = scan_shared_bytes<T>();
-    detail::check(kernel, "cudaFuncSetAttribute",
-                  cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+    static detail::per_device_value scan_set;
+    scan_set.get(kernel, [&] {
+      detail::check(kernel, "cudaFuncSetAttribute",
+                    cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(scan_bytes)));
+      return 1;
+    });
     detail::check(kernel, "cudaMemsetAsync",
                   cudaMemsetAsync(sync, 0, gpu_givens_sync_count(plan) * sizeof(int), stream));
-    k<<<plan.p, scan_threads, bytes, stream>>>(plan, X, ldx, cs, sync);
+    k<<<plan.p, scan_threads, scan_bytes, stream>>>(plan, X, ldx, cs, sync);
   } else if (plan.p <= 31) {
     auto run = [&](auto kernel) { kernel<<<1, 32, 0, stream>>>(plan, X, ldx, cs); };
     if (plan.p <= 7)
@@ -593,9 +602,12 @@ void gpu_givens_generate(const givens_plan& plan, T* X, int ldx, T* cs, int* syn
       run(givens_generate_systolic_kernel<T, 32>);
   } else if (window <= window_limit && threads >= plan.p) {
     auto k = givens_generate_kernel<T, true>;
-    detail::check(kernel, "cudaFuncSetAttribute",
-                  cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(window_limit)));
+    static detail::per_device_value window_set;
+    window_set.get(kernel, [&] {
+      const int most = std::min(200 * 1024, detail::shared_optin_bytes(kernel));
+      detail::check(kernel, "cudaFuncSetAttribute", cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, most));
+      return most;
+    });
     k<<<1, threads, window, stream>>>(plan, X, ldx, cs);
   } else {
     givens_generate_kernel<T, false><<<1, threads, 2 * plan.p * sizeof(T), stream>>>(plan, X, ldx, cs);

@@ -36,4 +36,17 @@ class per_device_value {
   std::array<std::atomic<int>, max_devices> slots_;
 };
 
+// The dynamic shared memory a block may opt in to on the current device, less 1 KB for the
+// kernels' static arrays (cudaDevAttrMaxSharedMemoryPerBlockOptin: 227 KB on the H100 and H200,
+// 163 KB on the A100, 99 KB on consumer GPUs), read once per device.
+inline int shared_optin_bytes(const char* kernel) {
+  static per_device_value optin;
+  return optin.get(kernel, [kernel] {
+    int dev = 0, bytes = 0;
+    check(kernel, "cudaGetDevice", cudaGetDevice(&dev));
+    check(kernel, "cudaDeviceGetAttribute", cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    return bytes > 1024 ? bytes - 1024 : 0;
+  });
+}
+
 }  // namespace tessera::kernels::detail

@@ -30,4 +30,12 @@ inline std::size_t gpu_givens_sync_count(const givens_plan& plan) { return std::
 template <class T>
 void gpu_givens_blocks(const givens_plan& plan, const T* cs, T* S, cudaStream_t stream);
 
+namespace detail {
+// The shared memory a block of the Givens kernels may take: the device's opt-in limit, or less
+// where a test has set one (0: none), so that the forms for GPUs with less than the H100's (the
+// A100's 163 KB, consumer GPUs' 99 KB) are tested on any GPU. Bytes.
+void gpu_givens_limit_shared_memory(std::size_t bytes);
+std::size_t gpu_givens_shared_memory(const char* kernel);
+}  // namespace detail
+
 }  // namespace tessera::kernels
