@@ -443,28 +443,34 @@ void givens_update(update_state<B, T>& st, const kernels::givens_plan& plan, T* 
     const int j0 = grp * G, g = std::min(G, plan.p - j0);
     const kernels::givens_plan sub = givens_group(plan, j0, g);
     if (sub.L <= 1 || sub.umax_all() <= 0) continue;
-    // Each group's rotations and blocks are new buffers' worth: lanes Q and D may still read the
-    // last group's (this update's first group's were last read in an earlier update).
+    be.ensure(st.cs, sub.cs_size());
+    be.ensure(st.S, sub.blocks_size());
+    const int bw = sub.bw(), rest = plan.p - j0 - g;
+    // R's products go on lane D while a later group's sweeps follow on lane R (which then need
+    // only the strip's later columns), else on lane R beside D's.
+    const int lane_rr = rest > 0 ? lane_d : lane_r;
+    be.ensure(st.work_r, std::size_t(bw) * std::max({rest > 0 ? 1 : tg.col_end, rest, 1}));
+    if (st.nrhs > 0 || rest > 0) be.ensure(st.work_d, std::size_t(bw) * std::max({rest > 0 ? tg.col_end : 1, st.nrhs, 1}));
+    if (st.qcols() > 0) be.ensure(st.work_q, std::size_t(bw) * std::max(st.n, 1));
+    T* Xg = X + j0 + std::size_t(j0) * ldx;
+    be.givens_generate(lane_r, sub, Xg, ldx, st.cs.data());
+    // The blocks are new buffers' worth: lanes Q and D may still read the last group's (this
+    // update's first group's were last read in an earlier update). The rotations are not, so the
+    // group's sweeps overlap the last group's products on those lanes.
     if (st.givens_groups++ > 0) {
       be.dep(lane_q, lane_r);
       be.dep(lane_d, lane_r);
     }
-    be.ensure(st.cs, sub.cs_size());
-    be.ensure(st.S, sub.blocks_size());
-    const int bw = sub.bw(), rest = plan.p - j0 - g;
-    be.ensure(st.work_r, std::size_t(bw) * std::max({tg.col_end, rest, 1}));
-    if (st.nrhs > 0) be.ensure(st.work_d, std::size_t(bw) * st.nrhs);
-    if (st.qcols() > 0) be.ensure(st.work_q, std::size_t(bw) * std::max(st.n, 1));
-    T* Xg = X + j0 + std::size_t(j0) * ldx;
-    be.givens_generate(lane_r, sub, Xg, ldx, st.cs.data());
     be.givens_blocks(lane_r, sub, st.cs.data(), st.S.data());
     if (st.qcols() > 0) be.dep(lane_r, lane_q);
-    if (st.nrhs > 0) be.dep(lane_r, lane_d);
+    if (st.nrhs > 0 || lane_rr == lane_d) be.dep(lane_r, lane_d);
+    T* const work_rr = lane_rr == lane_d ? st.work_d.data() : st.work_r.data();
     for (int t = 0; t < sub.blocks(); ++t) {
       const int s = sub.row0(t), rt = sub.rows(t), g0 = tg.off + j0 + s;
       const T* St = st.S.data() + std::size_t(t) * bw * bw;
-      // Rows [g0, g0 + rt) := B_t (those rows) = S_t^T (those rows): the strip's later columns,
-      // R, D; Q's columns likewise from the right.
+      // Rows [g0, g0 + rt) := B_t (those rows) = S_t^T (those rows): the strip's later columns on
+      // lane R (the next group's sweeps wait for them), R's (not the strip's columns) on lane_rr,
+      // D's on lane D; Q's columns likewise from the right on lane Q.
       if (rest > 0) {
         T* Xr = X + (j0 + s) + std::size_t(j0 + g) * ldx;
         be.gemm(lane_r, 'T', 'N', rt, rest, rt, T(1), St, bw, Xr, ldx, T(0), st.work_r.data(), bw);
@@ -472,9 +478,8 @@ void givens_update(update_state<B, T>& st, const kernels::givens_plan& plan, T* 
       }
       const int c0 = std::max(tg.col_min, g0 - plan.p + tg.col_shift), nc = tg.col_end - c0;
       if (nc > 0) {
-        be.gemm(lane_r, 'T', 'N', rt, nc, rt, T(1), St, bw, st.R(g0, c0), st.ldr, T(0),
-                st.work_r.data(), bw);
-        be.copy(lane_r, rt, nc, st.work_r.data(), bw, st.R(g0, c0), st.ldr);
+        be.gemm(lane_rr, 'T', 'N', rt, nc, rt, T(1), St, bw, st.R(g0, c0), st.ldr, T(0), work_rr, bw);
+        be.copy(lane_rr, rt, nc, work_rr, bw, st.R(g0, c0), st.ldr);
       }
       if (st.nrhs > 0) {
         be.gemm(lane_d, 'T', 'N', rt, st.nrhs, rt, T(1), St, bw, st.D(g0, 0), st.ldd, T(0),
@@ -492,6 +497,7 @@ void givens_update(update_state<B, T>& st, const kernels::givens_plan& plan, T* 
       }
     }
   }
+  if (ngroups > 1) be.dep(lane_d, lane_r);  // what follows on lane R reads R
 }
 
 // The width of a Givens block: wide enough that the blocks are few (each costs a GEMM per matrix)
