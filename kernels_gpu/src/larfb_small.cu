@@ -10,9 +10,9 @@
 #include <tessera/kernels_gpu/gpu_larfb.hpp>
 
 #include <cstddef>
-#include <mutex>
 
 #include "check.hpp"
+#include "per_device.hpp"
 
 namespace tessera::kernels {
 namespace {
@@ -148,12 +148,14 @@ void launch(int h, int n, int k, const T* V, int ldv, const T* Tf, int ldt, T* C
             int max_blocks) {
   constexpr const char* kernel = "gpu_larfb_small";
   auto* fn = larfb_small_kernel<T, Right>;
-  static std::once_flag once;
-  static cudaError_t attr = cudaSuccess;
-  std::call_once(once, [&] {
-    attr = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes<T>));
+  // Once per device: a function's attributes belong to each device's context (a process-wide
+  // once left the second GPU of a process without it).
+  static detail::per_device_value allowed;
+  allowed.get(kernel, [&] {
+    detail::check(kernel, "cudaFuncSetAttribute",
+                  cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes<T>)));
+    return 1;
   });
-  detail::check(kernel, "cudaFuncSetAttribute", attr);
   const int slabs = (n + cw - 1) / cw, blocks = max_blocks > 0 && max_blocks < slabs ? max_blocks : slabs;
   fn<<<static_cast<unsigned>(blocks), threads, smem_bytes<T>, stream>>>(h, n, k, V, ldv, Tf, ldt, C, ldc);
   detail::check(kernel, "larfb_small_kernel launch", cudaGetLastError());
