@@ -2,7 +2,8 @@
 // recomputing the factorization for the new matrix: on the GPU, cuSOLVER GEQRF (+ ORGQR for the
 // full Q where the update keeps it) + ORMQR + TRSM for the least-squares solution, all
 // device-resident; on the CPUs (--cpu), LAPACK GEQRF (+ ORGQR) + the solve with OpenBLAS on all
-// cores, and Tessera's own update on the CPUs (the block method). Each figure is one update after a
+// cores, Tessera's own update on the CPUs, and (deleting columns, adding rows) ANCHORS.md's block
+// method with LAPACK's TPQRT/TPMQRT. Each figure is one update after a
 // warm-up (an update changes the factorization, so each timed update starts from a fresh copy of
 // the same factors). Prints one line per case as it goes, then a short table.
 #include <CLI/CLI.hpp>
@@ -264,12 +265,76 @@ double cpu_recompute(int n, int m, bool with_q, std::mt19937_64& g) {
   return since(t0);
 }
 
+// ANCHORS.md's block method with LAPACK's own routines on all cores (OpenBLAS's threads), for the
+// updates that keep R triangular: deleting p columns at k (R(k:k+p, k+p:m), dense, lies over the
+// old trailing triangle R(k+p:m, k+p:m): one TPQRT of the two where they lie) and adding p rows
+// (TPQRT of [R; U]); D, and Q from the right with the full Q, by TPMQRT. Timed: those calls.
+// Not timed: copying the factors, and moving the rows and columns into the new factors' places
+// afterwards (memory moves; for added rows with Q, Q's new rows and columns start as zeros and I).
+// Seconds; -1 for the other update types.
+template <class T>
+double cpu_block_method(const bench_case& c, const base<T>& b, std::mt19937_64& g) {
+  if (c.op != "dc" && c.op != "ir") return -1;
+  const int n = b.n, m = b.m, p = c.p, nb = 64;
+  const bool with_q = b.q == qr::q_mode::full;
+  const int dr = with_q ? n : m;
+  std::vector<T> R = b.R, D = b.D, Q = with_q ? b.Q : std::vector<T>{};
+  auto ok = [](int info) {
+    if (info != 0) throw std::runtime_error("LAPACK block method: info " + std::to_string(info));
+  };
+  if (c.op == "dc") {
+    const int k = c.k, s = m - k - p;
+    if (s <= 0) return 0;  // the last columns: R is truncated, nothing to compute
+    const int b_nb = std::min(nb, s);
+    std::vector<T> Tt(std::size_t(b_nb) * s), work(std::size_t(b_nb) * std::max(s, with_q ? n : 1));
+    T* A = R.data() + (k + p) + std::size_t(k + p) * m;  // s x s triangle
+    T* V = R.data() + k + std::size_t(k + p) * m;        // p x s dense rows
+    const auto t0 = clock_type::now();
+    ok(tessera::blas::tpqrt(p, s, 0, b_nb, A, m, V, m, Tt.data(), b_nb, work.data()));
+    ok(tessera::blas::tpmqrt('L', 'T', p, 1, s, 0, b_nb, V, m, Tt.data(), b_nb, D.data() + k + p, dr, D.data() + k,
+                             dr, work.data()));
+    if (with_q)
+      ok(tessera::blas::tpmqrt('R', 'N', n, p, s, 0, b_nb, V, m, Tt.data(), b_nb, Q.data() + std::size_t(k + p) * n,
+                               n, Q.data() + std::size_t(k) * n, n, work.data()));
+    return since(t0);
+  }
+  auto U = random_vec<T>(std::size_t(p) * m, g), bu = random_vec<T>(std::size_t(p), g);
+  const int b_nb = std::min(nb, m);
+  std::vector<T> Tt(std::size_t(b_nb) * m), work(std::size_t(b_nb) * std::max(m, with_q ? n + p : 1));
+  std::vector<T> Qnew, Znew, Inew;  // with Q: Q's new columns for the old rows, the new rows
+  if (with_q) {
+    Qnew.assign(std::size_t(n) * p, T(0));
+    Znew.assign(std::size_t(p) * m, T(0));
+    Inew.assign(std::size_t(p) * p, T(0));
+    for (int i = 0; i < p; ++i) Inew[i + std::size_t(i) * p] = T(1);
+  }
+  const auto t0 = clock_type::now();
+  ok(tessera::blas::tpqrt(p, m, 0, b_nb, R.data(), m, U.data(), p, Tt.data(), b_nb, work.data()));
+  ok(tessera::blas::tpmqrt('L', 'T', p, 1, m, 0, b_nb, U.data(), p, Tt.data(), b_nb, D.data(), dr, bu.data(), p,
+                           work.data()));
+  if (with_q) {
+    ok(tessera::blas::tpmqrt('R', 'N', n, p, m, 0, b_nb, U.data(), p, Tt.data(), b_nb, Q.data(), n, Qnew.data(), n,
+                             work.data()));
+    ok(tessera::blas::tpmqrt('R', 'N', p, p, m, 0, b_nb, U.data(), p, Tt.data(), b_nb, Znew.data(), p, Inew.data(), p,
+                             work.data()));
+  }
+  return since(t0);
+}
+
 struct row {
   bench_case c;
   std::string prec;
-  double gpu = -1, gpu_first = -1, gpu_re = -1, cpu = -1, cpu_re = -1;
+  double gpu = -1, gpu_first = -1, gpu_re = -1, cpu = -1, cpu_re = -1, cpu_block = -1;
   std::vector<double> gpu_nbs{};  // best of --reps with each of --nbs
 };
+
+// The fastest of the CPU methods measured for a row: Tessera's update, LAPACK recomputation and,
+// where it applies, LAPACK's block method.
+double best_cpu(const row& r) {
+  double t = std::min(r.cpu, r.cpu_re);
+  if (r.cpu_block >= 0) t = std::min(t, r.cpu_block);
+  return t;
+}
 
 const char* op_name(const std::string& op) {
   if (op == "dc") return "delete cols";
@@ -325,12 +390,15 @@ void run_cases(const std::vector<bench_case>& cases, bool gpu, bool cpu, const s
       auto u = from_base(b, qr::target::cpu);
       r.cpu = timed_update(u, c, g);
       r.cpu_re = cpu_recompute<T>(n2, m2, with_q, g);
+      r.cpu_block = cpu_block_method<T>(c, b, g);
     }
     std::printf("%-12s %s n=%-6d m=%-6d k=%-5d p=%-4d Q=%-4s gpu %.5f s, cuSOLVER %.5f s (%.1fx)", op_name(c.op),
                 prec.c_str(), c.n, c.m, c.k, c.p, qr::name(c.q), r.gpu, r.gpu_re, r.gpu > 0 ? r.gpu_re / r.gpu : 0);
-    if (r.cpu >= 0)
-      std::printf(", cpu %.4f s, LAPACK %.4f s, gpu vs best cpu %.1fx", r.cpu, r.cpu_re,
-                  std::min(r.cpu, r.cpu_re) / r.gpu);
+    if (r.cpu >= 0) {
+      std::printf(", cpu %.4f s, LAPACK %.4f s", r.cpu, r.cpu_re);
+      if (r.cpu_block >= 0) std::printf(", LAPACK block %.4f s", r.cpu_block);
+      if (r.gpu > 0) std::printf(", gpu vs best cpu %.1fx", best_cpu(r) / r.gpu);
+    }
     if (bench_reps > 1) std::printf(", first of %d reps %.5f s", bench_reps, r.gpu_first);
     for (std::size_t i = 0; i < r.gpu_nbs.size(); ++i)
       std::printf(", nb %d %.5f s (%.3f)", bench_nbs[i], r.gpu_nbs[i], r.gpu_nbs[i] / r.gpu);
@@ -422,16 +490,23 @@ int main(int argc, char** argv) {
   }
   std::printf("\nGPU updates' new rows and columns in %s memory.\n", bench_device_inputs ? "device" : "host");
   std::printf("\n| update | prec | n | m | k | p | Q | GPU update (s) | cuSOLVER recompute (s) | speed-up |%s",
-              cpu ? " CPU update (s) | LAPACK recompute (s) | GPU vs best CPU |" : "");
+              cpu ? " CPU update (s) | LAPACK recompute (s) | LAPACK block (s) | GPU vs best CPU |" : "");
   for (int nb : bench_nbs) std::printf(" nb %d (s) | nb %d / nb %d |", nb, nb, bench_nb);
-  std::printf("\n|---|---|---|---|---|---|---|---|---|---|%s", cpu ? "---|---|---|" : "");
+  std::printf("\n|---|---|---|---|---|---|---|---|---|---|%s", cpu ? "---|---|---|---|" : "");
   for (std::size_t i = 0; i < bench_nbs.size(); ++i) std::printf("---|---|");
   std::printf("\n");
   for (const auto& r : rows) {
     std::printf("| %s | %s | %d | %d | %d | %d | %s | %.5f | %.5f | %.1fx |", op_name(r.c.op), r.prec.c_str(),
                 r.c.n, r.c.m, r.c.k, r.c.p, qr::name(r.c.q), r.gpu, r.gpu_re, r.gpu > 0 ? r.gpu_re / r.gpu : 0);
-    if (cpu && r.cpu < 0) std::printf(" | | |");
-    if (cpu && r.cpu >= 0) std::printf(" %.4f | %.4f | %.1fx |", r.cpu, r.cpu_re, r.gpu > 0 ? std::min(r.cpu, r.cpu_re) / r.gpu : 0);
+    if (cpu && r.cpu < 0) std::printf(" | | | |");
+    if (cpu && r.cpu >= 0) {
+      std::printf(" %.4f | %.4f |", r.cpu, r.cpu_re);
+      if (r.cpu_block >= 0)
+        std::printf(" %.4f |", r.cpu_block);
+      else
+        std::printf(" |");
+      std::printf(" %.1fx |", r.gpu > 0 ? best_cpu(r) / r.gpu : 0);
+    }
     for (double t : r.gpu_nbs) std::printf(" %.5f | %.3f |", t, r.gpu > 0 ? t / r.gpu : 0);
     std::printf("\n");
   }
