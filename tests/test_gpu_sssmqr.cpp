@@ -281,7 +281,7 @@ TEST_CASE_TEMPLATE("gpu_larfb_small equals LAPACK GEMQRT from both sides (h <= 9
       for (const int max_blocks : {0, 2}) {  // a block a slab; two blocks taking every other slab
         CAPTURE(max_blocks);
         dev<T> dC(C);
-        gpu_larfb_small<T>(side, s.h, s.n, s.k, dV.p, V.ld, dT.p, Tn.ld, dC.p, C.ld, b.s, max_blocks);
+        REQUIRE(gpu_larfb_small<T>(side, s.h, s.n, s.k, dV.p, V.ld, dT.p, Tn.ld, dC.p, C.ld, b.s, max_blocks));
         b.sync();
         mat<T> G = C;
         dC.get(G);

@@ -144,10 +144,11 @@ __global__ void __launch_bounds__(threads, 2) larfb_small_kernel(int h, int n, i
 }
 
 template <class T, bool Right>
-void launch(int h, int n, int k, const T* V, int ldv, const T* Tf, int ldt, T* C, int ldc, cudaStream_t stream,
+bool launch(int h, int n, int k, const T* V, int ldv, const T* Tf, int ldt, T* C, int ldc, cudaStream_t stream,
             int max_blocks) {
   constexpr const char* kernel = "gpu_larfb_small";
   auto* fn = larfb_small_kernel<T, Right>;
+  if (smem_bytes<T> > static_cast<std::size_t>(detail::shared_optin_bytes(kernel))) return false;
   // Once per device: a function's attributes belong to each device's context (a process-wide
   // once left the second GPU of a process without it).
   static detail::per_device_value allowed;
@@ -159,12 +160,13 @@ void launch(int h, int n, int k, const T* V, int ldv, const T* Tf, int ldt, T* C
   const int slabs = (n + cw - 1) / cw, blocks = max_blocks > 0 && max_blocks < slabs ? max_blocks : slabs;
   fn<<<static_cast<unsigned>(blocks), threads, smem_bytes<T>, stream>>>(h, n, k, V, ldv, Tf, ldt, C, ldc);
   detail::check(kernel, "larfb_small_kernel launch", cudaGetLastError());
+  return true;
 }
 
 }  // namespace
 
 template <class T>
-void gpu_larfb_small(char side, int h, int n, int k, const T* V, int ldv, const T* Tf, int ldt, T* C, int ldc,
+bool gpu_larfb_small(char side, int h, int n, int k, const T* V, int ldv, const T* Tf, int ldt, T* C, int ldc,
                      cudaStream_t stream, int max_blocks) {
   constexpr const char* kernel = "gpu_larfb_small";
   if (side != 'L' && side != 'R') tessera::check::invalid(kernel, "side must be 'L' or 'R'");
@@ -178,17 +180,17 @@ void gpu_larfb_small(char side, int h, int n, int k, const T* V, int ldv, const 
   detail::require_ge(kernel, "ldt", ldt, "max(1, k)", k > 1 ? k : 1);
   if (side == 'L') detail::require_ge(kernel, "ldc", ldc, "max(1, h)", h > 1 ? h : 1);
   else detail::require_ge(kernel, "ldc", ldc, "max(1, n)", n > 1 ? n : 1);
-  if (n == 0 || k == 0) return;
+  if (n == 0 || k == 0) return true;
   detail::require_ptr(kernel, "V", V);
   detail::require_ptr(kernel, "Tf", Tf);
   detail::require_ptr(kernel, "C", C);
-  if (side == 'L') launch<T, false>(h, n, k, V, ldv, Tf, ldt, C, ldc, stream, max_blocks);
-  else launch<T, true>(h, n, k, V, ldv, Tf, ldt, C, ldc, stream, max_blocks);
+  return side == 'L' ? launch<T, false>(h, n, k, V, ldv, Tf, ldt, C, ldc, stream, max_blocks)
+                     : launch<T, true>(h, n, k, V, ldv, Tf, ldt, C, ldc, stream, max_blocks);
 }
 
-template void gpu_larfb_small<float>(char, int, int, int, const float*, int, const float*, int, float*, int,
+template bool gpu_larfb_small<float>(char, int, int, int, const float*, int, const float*, int, float*, int,
                                      cudaStream_t, int);
-template void gpu_larfb_small<double>(char, int, int, int, const double*, int, const double*, int, double*, int,
+template bool gpu_larfb_small<double>(char, int, int, int, const double*, int, const double*, int, double*, int,
                                       cudaStream_t, int);
 
 }  // namespace tessera::kernels

@@ -390,13 +390,11 @@ bool gpu_backend::explicit_apply(int lane, char side, int h, int nb, int other, 
     kernels::gpu_larfb_fused(h, other, nb, V, ldv, Tm, ldt, C, ldc, _r->s[lane]);
     return true;
   }
-  if (h <= kernels::gpu_larfb_small_max_rows && nb <= kernels::gpu_larfb_small_max_k) {
-    // From the right (Q's columns, thousands of rows) a block an SM: the grid leaves every SM room
-    // for the R lane's panel and update, which wait otherwise.
-    kernels::gpu_larfb_small(side, h, other, nb, V, ldv, Tm, ldt, C, ldc, _r->s[lane], side == 'R' ? _r->sms : 0);
-    return true;
-  }
-  return false;
+  // From the right (Q's columns, thousands of rows) a block an SM: the grid leaves every SM room
+  // for the R lane's panel and update, which wait otherwise. False where the device lacks the
+  // kernel's shared memory: the caller's cuBLAS calls then.
+  return h <= kernels::gpu_larfb_small_max_rows && nb <= kernels::gpu_larfb_small_max_k &&
+         kernels::gpu_larfb_small(side, h, other, nb, V, ldv, Tm, ldt, C, ldc, _r->s[lane], side == 'R' ? _r->sms : 0);
 }
 
 template <class T>

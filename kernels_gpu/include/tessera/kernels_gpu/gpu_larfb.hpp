@@ -37,11 +37,13 @@ void gpu_larfb_fused(int m, int n, int k, const T* V, int ldv, const T* Tf, int 
 // band panels (h <= 96 rows, k <= 64 reflectors), where three cuBLAS calls a side cost more host
 // time than the GPU spends on them. A thread block takes 16 of C's columns (side L) or rows (R)
 // at a time; max_blocks > 0 caps the grid (each block then takes several), which leaves room on
-// the SMs for other streams' kernels.
+// the SMs for other streams' kernels. Returns false, enqueueing nothing, where the device cannot
+// give a block the kernel's shared memory (about 105 KB in double: GPUs of 99 KB), so that the
+// caller takes another path.
 inline constexpr int gpu_larfb_small_max_rows = 96;
 inline constexpr int gpu_larfb_small_max_k = 64;
 template <class T>
-void gpu_larfb_small(char side, int h, int n, int k, const T* V, int ldv, const T* Tf, int ldt, T* C, int ldc,
+bool gpu_larfb_small(char side, int h, int n, int k, const T* V, int ldv, const T* Tf, int ldt, T* C, int ldc,
                      cudaStream_t stream, int max_blocks = 0);
 
 }  // namespace tessera::kernels
