@@ -383,9 +383,10 @@ void run_cases(const std::vector<bench_case>& cases, bool gpu, bool cpu, const s
                std::vector<row>& out) {
   std::mt19937_64 g(7);
   // Warm-up: every update type once at a small size (module loading, cuBLAS handles; on the
-  // CPUs the thread pools). Each timed update then starts from a fresh factorization object, whose
-  // workspace it allocates: on the CPUs first-touched pages (deleting 100 columns of 6000 x 3000 at
-  // 2000 took 0.07 s there, 0.011 s on an object that had its workspace, on the 2-core VM).
+  // CPUs the thread pools). Each timed update then starts from a fresh factorization object and
+  // allocates its workspace: on the CPUs that is fresh pages, faulted in (deleting 100 columns of
+  // 6000 x 3000 at 2000 took 0.07 s on the 2-core VM, 0.008 s with glibc told to keep freed memory,
+  // MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_ set high).
   {
     auto b = make_base<T>(600, 300, qr::q_mode::full, g);
     for (const char* op : {"dc", "ic", "ir", "dr", "rk"}) {
