@@ -127,11 +127,7 @@ void gpu_givens_blocks(const givens_plan& plan, const T* cs, T* S, cudaStream_t 
   // per device).
   const std::size_t limit = detail::gpu_givens_shared_memory(kernel);
   auto launch = [&](auto k, std::size_t smem, detail::per_device_value& allowed) {
-    allowed.get(kernel, [&] {
-      const int most = detail::shared_optin_bytes(kernel);
-      detail::check(kernel, "cudaFuncSetAttribute", cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, most));
-      return most;
-    });
+    detail::allow_shared_memory(allowed, kernel, k, detail::shared_optin_bytes(kernel));
     k<<<static_cast<unsigned>(nblocks), threads, smem, stream>>>(plan, cs, S);
   };
   static detail::per_device_value staged_set, shared_set;

@@ -582,11 +582,7 @@ void gpu_givens_generate(const givens_plan& plan, T* X, int ldx, T* cs, int* syn
   if (scan_pays(plan) && scan_bytes <= allowed) {
     auto k = givens_generate_scan_kernel<T>;
     static detail::per_device_value scan_set;
-    scan_set.get(kernel, [&] {
-      detail::check(kernel, "cudaFuncSetAttribute",
-                    cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(scan_bytes)));
-      return 1;
-    });
+    detail::allow_shared_memory(scan_set, kernel, k, static_cast<int>(scan_bytes));
     detail::check(kernel, "cudaMemsetAsync",
                   cudaMemsetAsync(sync, 0, gpu_givens_sync_count(plan) * sizeof(int), stream));
     k<<<plan.p, scan_threads, scan_bytes, stream>>>(plan, X, ldx, cs, sync);
@@ -603,11 +599,8 @@ void gpu_givens_generate(const givens_plan& plan, T* X, int ldx, T* cs, int* syn
   } else if (window <= window_limit && threads >= plan.p) {
     auto k = givens_generate_kernel<T, true>;
     static detail::per_device_value window_set;
-    window_set.get(kernel, [&] {
-      const int most = std::min(200 * 1024, detail::shared_optin_bytes(kernel));
-      detail::check(kernel, "cudaFuncSetAttribute", cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, most));
-      return most;
-    });
+    // The device's limit, not a test's smaller one: the attribute is set once.
+    detail::allow_shared_memory(window_set, kernel, k, std::min(200 * 1024, detail::shared_optin_bytes(kernel)));
     k<<<1, threads, window, stream>>>(plan, X, ldx, cs);
   } else {
     givens_generate_kernel<T, false><<<1, threads, 2 * plan.p * sizeof(T), stream>>>(plan, X, ldx, cs);

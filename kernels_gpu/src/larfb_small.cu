@@ -149,14 +149,9 @@ bool launch(int h, int n, int k, const T* V, int ldv, const T* Tf, int ldt, T* C
   constexpr const char* kernel = "gpu_larfb_small";
   auto* fn = larfb_small_kernel<T, Right>;
   if (smem_bytes<T> > static_cast<std::size_t>(detail::shared_optin_bytes(kernel))) return false;
-  // Once per device: a function's attributes belong to each device's context (a process-wide
-  // once left the second GPU of a process without it).
+  // Once per device (a process-wide once left the second GPU of a process without it).
   static detail::per_device_value allowed;
-  allowed.get(kernel, [&] {
-    detail::check(kernel, "cudaFuncSetAttribute",
-                  cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes<T>)));
-    return 1;
-  });
+  detail::allow_shared_memory(allowed, kernel, fn, static_cast<int>(smem_bytes<T>));
   const int slabs = (n + cw - 1) / cw, blocks = max_blocks > 0 && max_blocks < slabs ? max_blocks : slabs;
   fn<<<static_cast<unsigned>(blocks), threads, smem_bytes<T>, stream>>>(h, n, k, V, ldv, Tf, ldt, C, ldc);
   detail::check(kernel, "larfb_small_kernel launch", cudaGetLastError());

@@ -49,4 +49,15 @@ inline int shared_optin_bytes(const char* kernel) {
   });
 }
 
+// Lets `kernel` take up to `bytes` of dynamic shared memory on the current device, set once per
+// device (a function's attributes belong to each device's context); `done` is the call site's
+// record.
+template <class K>
+void allow_shared_memory(per_device_value& done, const char* name, K* kernel, int bytes) {
+  done.get(name, [&] {
+    check(name, "cudaFuncSetAttribute", cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    return bytes;
+  });
+}
+
 }  // namespace tessera::kernels::detail
