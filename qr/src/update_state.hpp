@@ -449,8 +449,9 @@ void givens_update(update_state<B, T>& st, const kernels::givens_plan& plan, T* 
     // R's products go on lane D while a later group's sweeps follow on lane R (which then need
     // only the strip's later columns), else on lane R beside D's.
     const int lane_rr = rest > 0 ? lane_d : lane_r;
-    be.ensure(st.work_r, std::size_t(bw) * std::max({rest > 0 ? 1 : tg.col_end, rest, 1}));
-    if (st.nrhs > 0 || rest > 0) be.ensure(st.work_d, std::size_t(bw) * std::max({rest > 0 ? tg.col_end : 1, st.nrhs, 1}));
+    const int r_on_r = lane_rr == lane_r ? tg.col_end : 0, r_on_d = lane_rr == lane_d ? tg.col_end : 0;
+    be.ensure(st.work_r, std::size_t(bw) * std::max({rest, r_on_r, 1}));
+    if (st.nrhs > 0 || r_on_d > 0) be.ensure(st.work_d, std::size_t(bw) * std::max({r_on_d, st.nrhs, 1}));
     if (st.qcols() > 0) be.ensure(st.work_q, std::size_t(bw) * std::max(st.n, 1));
     T* Xg = X + j0 + std::size_t(j0) * ldx;
     be.givens_generate(lane_r, sub, Xg, ldx, st.cs.data());
@@ -463,7 +464,7 @@ void givens_update(update_state<B, T>& st, const kernels::givens_plan& plan, T* 
     }
     be.givens_blocks(lane_r, sub, st.cs.data(), st.S.data());
     if (st.qcols() > 0) be.dep(lane_r, lane_q);
-    if (st.nrhs > 0 || lane_rr == lane_d) be.dep(lane_r, lane_d);
+    if (st.nrhs > 0 || r_on_d > 0) be.dep(lane_r, lane_d);
     T* const work_rr = lane_rr == lane_d ? st.work_d.data() : st.work_r.data();
     for (int t = 0; t < sub.blocks(); ++t) {
       const int s = sub.row0(t), rt = sub.rows(t), g0 = tg.off + j0 + s;
