@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tessera/kernels_cpu/givens.hpp"
+#include "tessera/kernels_cpu/rotations.hpp"
 #include "test_util.hpp"
 
 namespace {
@@ -84,7 +85,70 @@ void check_plan(int L, int p, int base, int w, int ncols) {
   CHECK(std::sqrt(d / s) < 100.0 * double(std::numeric_limits<T>::epsilon()) * (p + w));
 }
 
+// An upper Hessenberg H (rows x cols, random, diagonal dominant so that R is well determined):
+// the sweep leaves R upper triangular with exact zeros, Q = G^T (the rotations from the right on
+// the identity) is orthogonal with Q R = H, and the rotations from the left give Q^T C.
+template <class T>
+void check_hessenberg(int rows, int cols) {
+  CAPTURE(rows);
+  CAPTURE(cols);
+  std::mt19937_64 g(tessera::testing::seed() + std::uint64_t(rows * 7919 + cols));
+  std::uniform_real_distribution<double> u(-1, 1);
+  const int ld = rows + 2, k = std::min(cols, rows - 1);
+  std::vector<T> H(std::size_t(ld) * cols, T(0));
+  for (int j = 0; j < cols; ++j)
+    for (int i = 0; i <= std::min(j + 1, rows - 1); ++i) H[i + std::size_t(j) * ld] = T(u(g) + (i == j ? 4 : 0));
+  const std::vector<T> H0 = H;
+  std::vector<T> cs(2 * std::size_t(std::max(k, 1)), T(-5));
+  tessera::kernels::hessenberg_rotations(rows, cols, H.data(), ld, cs.data());
+  for (int j = 0; j < cols; ++j)
+    for (int i = j + 1; i < ld; ++i) CHECK(H[i + std::size_t(j) * ld] == H0[i + std::size_t(j) * ld] * T(i >= rows));
+  std::vector<T> Q(std::size_t(rows) * rows, T(0));
+  for (int i = 0; i < rows; ++i) Q[i + std::size_t(i) * rows] = T(1);
+  tessera::kernels::rotations_right(rows, k, cs.data(), Q.data(), rows);
+  const double eps = double(std::numeric_limits<T>::epsilon());
+  double res = 0, nh = 0, orth = 0;
+  for (int j = 0; j < cols; ++j)
+    for (int i = 0; i < rows; ++i) {
+      double qr = 0;
+      for (int l = 0; l <= std::min(j, rows - 1); ++l) qr += double(Q[i + std::size_t(l) * rows]) * H[l + std::size_t(j) * ld];
+      res = std::max(res, std::abs(qr - H0[i + std::size_t(j) * ld]));
+      nh = std::max(nh, std::abs(double(H0[i + std::size_t(j) * ld])));
+    }
+  for (int j = 0; j < rows; ++j)
+    for (int i = 0; i < rows; ++i) {
+      double qq = 0;
+      for (int l = 0; l < rows; ++l) qq += double(Q[l + std::size_t(i) * rows]) * Q[l + std::size_t(j) * rows];
+      orth = std::max(orth, std::abs(qq - (i == j ? 1.0 : 0.0)));
+    }
+  CHECK(res / (nh * rows * eps) < 60);
+  CHECK(orth / (rows * eps) < 60);
+  // Q^T C from the left, three columns.
+  std::vector<T> C(std::size_t(ld) * 3);
+  for (auto& x : C) x = T(u(g));
+  std::vector<T> D = C;
+  tessera::kernels::rotations_left(k, 3, cs.data(), D.data(), ld);
+  double diff = 0;
+  for (int c = 0; c < 3; ++c)
+    for (int i = 0; i < ld; ++i) {
+      double qc = 0;
+      if (i < rows)
+        for (int l = 0; l < rows; ++l) qc += double(Q[l + std::size_t(i) * rows]) * C[l + std::size_t(c) * ld];
+      else
+        qc = C[i + std::size_t(c) * ld];  // rows past the sweep's untouched
+      diff = std::max(diff, std::abs(qc - D[i + std::size_t(c) * ld]));
+    }
+  CHECK(diff / (rows * eps) < 60);
+}
+
 }  // namespace
+
+TEST_CASE("hessenberg sweep: triangular R, orthogonal Q with Q R = H, Q^T C from the left") {
+  for (auto [rows, cols] : {std::tuple{1, 1}, {2, 1}, {1, 3}, {2, 2}, {5, 5}, {6, 5}, {4, 7}, {60, 59}, {70, 70}, {40, 90}}) {
+    check_hessenberg<double>(rows, cols);
+    check_hessenberg<float>(rows, cols);
+  }
+}
 
 TEST_CASE("givens sweeps: generate, then the blocks equal the rotations in order") {
   for (int w : {1, 4, 64})

@@ -1,0 +1,80 @@
+// The sweep that makes an upper Hessenberg matrix triangular (tessera/kernels_cpu/rotations.hpp),
+// column by column: column c takes the rotations made so far (its carry is the row the last one
+// left in it), then makes its own; H's columns are contiguous, so every access is sequential.
+#include <cmath>
+
+#include <tessera/kernels_cpu/rotations.hpp>
+
+namespace tessera::kernels {
+
+template <class T>
+void hessenberg_rotations(int rows, int cols, T* H, int ldh, T* cs) {
+  if (rows <= 0 || cols <= 0) return;
+  const int k = cols < rows - 1 ? cols : rows - 1;
+  for (int c = 0; c < cols; ++c) {
+    T* h = H + std::size_t(c) * ldh;
+    const int done = c < k ? c : k;  // rotations that reach this column
+    T carry = h[0];
+    for (int j = 0; j < done; ++j) {
+      const T co = cs[2 * j], s = cs[2 * j + 1], x = h[j + 1];
+      h[j] = co * carry + s * x;
+      carry = -s * carry + co * x;
+    }
+    if (c >= k) {  // past the last rotation: its carry is final
+      h[done] = carry;
+      continue;
+    }
+    // hypot avoids the overflow and underflow of sqrt(a^2 + b^2), as givens_generate does.
+    const T a = carry, b = h[c + 1];
+    T co = 1, s = 0, r = a;
+    if (b != T(0)) {
+      r = std::hypot(a, b);
+      co = a / r;
+      s = b / r;
+    }
+    h[c] = r;
+    h[c + 1] = 0;
+    cs[2 * c] = co;
+    cs[2 * c + 1] = s;
+  }
+}
+
+template <class T>
+void rotations_left(int k, int ncols, const T* cs, T* C, int ldc) {
+  for (int c = 0; c < ncols; ++c) {
+    T* x = C + std::size_t(c) * ldc;
+    T carry = x[0];
+    for (int j = 0; j < k; ++j) {
+      const T co = cs[2 * j], s = cs[2 * j + 1], v = x[j + 1];
+      x[j] = co * carry + s * v;
+      carry = -s * carry + co * v;
+    }
+    x[k] = carry;
+  }
+}
+
+template <class T>
+void rotations_right(int nrows, int k, const T* cs, T* C, int ldc) {
+  // One rotation at a time over the rows: two contiguous columns, the second of which the next
+  // rotation reads again.
+  for (int j = 0; j < k; ++j) {
+    const T co = cs[2 * j], s = cs[2 * j + 1];
+    T* a = C + std::size_t(j) * ldc;
+    T* b = a + ldc;
+    for (int i = 0; i < nrows; ++i) {
+      const T u = a[i], v = b[i];
+      a[i] = co * u + s * v;
+      b[i] = -s * u + co * v;
+    }
+  }
+}
+
+#define TESSERA_INST(T)                                                  \
+  template void hessenberg_rotations<T>(int, int, T*, int, T*);         \
+  template void rotations_left<T>(int, int, const T*, T*, int);         \
+  template void rotations_right<T>(int, int, const T*, T*, int);
+TESSERA_INST(float)
+TESSERA_INST(double)
+#undef TESSERA_INST
+
+}  // namespace tessera::kernels
