@@ -17,7 +17,9 @@
 
 #include "gpu_test_util.hpp"
 #include "tessera/kernels_cpu/givens.hpp"
+#include "tessera/kernels_cpu/rotations.hpp"
 #include "tessera/kernels_gpu/gpu_givens.hpp"
+#include "tessera/kernels_gpu/gpu_rotations.hpp"
 
 namespace {
 
@@ -103,7 +105,137 @@ void check_plan(int L, int p, int base, double scale = 1, int w = 64) {
   CHECK(max_rel(S_g, S_c) < tol);
 }
 
+// The Hessenberg sweep on the GPU against the CPUs' on the same H (rows x cols, diagonal
+// dominant, entries scaled by `scale`), and the rotations from the left and the right with the
+// CPUs' rotations.
+template <class T>
+void check_hessenberg(int rows, int cols, double scale = 1) {
+  CAPTURE(rows);
+  CAPTURE(cols);
+  CAPTURE(scale);
+  std::uniform_real_distribution<double> u(-1, 1);
+  const int ld = rows + 3, k = std::min(cols, rows - 1), nq = 37;
+  std::vector<T> H(std::size_t(ld) * cols, T(-777.25));  // rows past `rows`: padding left alone
+  for (int j = 0; j < cols; ++j)
+    for (int i = 0; i < rows; ++i)
+      H[i + std::size_t(j) * ld] = i <= j + 1 ? T((u(tessera::testing::gpu::rng()) + (i == j ? 4 : 0)) * scale) : T(0);
+  std::vector<T> Hc = H, cs_c(2 * std::size_t(std::max(k, 1)), T(0));
+  tessera::kernels::hessenberg_rotations(rows, cols, Hc.data(), ld, cs_c.data());
+  // C: nq x (k + 1) from the right, and its transpose's (k + 1) x nq from the left.
+  std::vector<T> C(std::size_t(nq) * (k + 1)), Ct(std::size_t(k + 1) * nq);
+  for (int j = 0; j <= k; ++j)
+    for (int i = 0; i < nq; ++i) C[i + std::size_t(j) * nq] = Ct[j + std::size_t(i) * (k + 1)] = T(u(tessera::testing::gpu::rng()));
+  std::vector<T> Cc = C, Ctc = Ct;
+  tessera::kernels::rotations_right(nq, k, cs_c.data(), Cc.data(), nq);
+  tessera::kernels::rotations_left(k, nq, cs_c.data(), Ctc.data(), k + 1);
+
+  T *dH = nullptr, *dcs = nullptr, *dC = nullptr, *dCt = nullptr;
+  cuda_ok(cudaMalloc(&dH, sizeof(T) * H.size()));
+  cuda_ok(cudaMalloc(&dcs, sizeof(T) * cs_c.size()));
+  cuda_ok(cudaMalloc(&dC, sizeof(T) * C.size()));
+  cuda_ok(cudaMalloc(&dCt, sizeof(T) * Ct.size()));
+  cuda_ok(cudaMemcpy(dH, H.data(), sizeof(T) * H.size(), cudaMemcpyHostToDevice));
+  cuda_ok(cudaMemset(dcs, 0, sizeof(T) * cs_c.size()));
+  cuda_ok(cudaMemcpy(dC, C.data(), sizeof(T) * C.size(), cudaMemcpyHostToDevice));
+  cuda_ok(cudaMemcpy(dCt, Ct.data(), sizeof(T) * Ct.size(), cudaMemcpyHostToDevice));
+  int* dsync = nullptr;
+  cuda_ok(cudaMalloc(&dsync, sizeof(int)));
+  cuda_ok(cudaMemset(dsync, 0x7f, sizeof(int)));  // the call clears it itself
+  tessera::kernels::gpu_hessenberg_rotations(rows, cols, dH, ld, dcs, dsync, nullptr);
+  std::vector<T> Hg(H.size()), cs_g(cs_c.size()), Cg(C.size()), Ctg(Ct.size());
+  cuda_ok(cudaMemcpy(Hg.data(), dH, sizeof(T) * H.size(), cudaMemcpyDeviceToHost));
+  cuda_ok(cudaMemcpy(cs_g.data(), dcs, sizeof(T) * cs_g.size(), cudaMemcpyDeviceToHost));
+  // The applies with the CPUs' rotations, so that they are checked apart from the sweep.
+  cuda_ok(cudaMemcpy(dcs, cs_c.data(), sizeof(T) * cs_c.size(), cudaMemcpyHostToDevice));
+  tessera::kernels::gpu_rotations_right(nq, k, dcs, dC, nq, nullptr);
+  tessera::kernels::gpu_rotations_left(k, nq, dcs, dCt, k + 1, nullptr);
+  cuda_ok(cudaMemcpy(Cg.data(), dC, sizeof(T) * C.size(), cudaMemcpyDeviceToHost));
+  cuda_ok(cudaMemcpy(Ctg.data(), dCt, sizeof(T) * Ct.size(), cudaMemcpyDeviceToHost));
+  cudaFree(dH);
+  cudaFree(dsync);
+  cudaFree(dcs);
+  cudaFree(dC);
+  cudaFree(dCt);
+  // Subnormal entries carry fewer bits than epsilon says (check_plan).
+  const double prec = std::max(double(std::numeric_limits<T>::epsilon()), double(std::numeric_limits<T>::denorm_min()) / scale);
+  const double tol = 100.0 * prec * (rows + cols);
+  CHECK(max_rel(Cg, Cc) < tol);
+  CHECK(max_rel(Ctg, Ctc) < tol);
+  // Exact zeros below the diagonal and untouched padding; R and the rotations as on the CPUs up
+  // to rounding.
+  for (int j = 0; j < cols; ++j)
+    for (int i = j + 1; i < ld; ++i) CHECK(Hg[i + std::size_t(j) * ld] == Hc[i + std::size_t(j) * ld]);
+  CHECK(max_rel(Hg, Hc) < tol);
+  CHECK(max_rel(cs_g, cs_c) < tol);
+}
+
 }  // namespace
+
+TEST_CASE("hessenberg sweep on the GPU: R, the rotations and their applies as on the CPUs") {
+  // One warp and several, the last one part full; more rows than columns, as many, fewer.
+  for (auto [rows, cols] : {std::tuple{1, 1}, {2, 1}, {1, 3}, {2, 2}, {7, 5}, {5, 9}, {33, 32}, {65, 64}, {130, 129},
+                            {1100, 1100}, {3001, 3000}, {2000, 2600}, {700, 300}}) {
+    check_hessenberg<double>(rows, cols);
+    check_hessenberg<float>(rows, cols);
+  }
+  // Subnormal entries take make_rotation's divisions in double; large ones its reciprocal.
+  for (double scale : {1e-310, 1e300}) check_hessenberg<double>(600, 600, scale);
+}
+
+TEST_CASE("hessenberg sweep on the GPU: bad arguments named, nothing enqueued") {
+  auto what = [](auto&& f) {
+    try {
+      f();
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  double *dH = nullptr, *dcs = nullptr;
+  int* dsync = nullptr;
+  cuda_ok(cudaMalloc(&dH, sizeof(double) * 100));
+  cuda_ok(cudaMalloc(&dcs, sizeof(double) * 20));
+  cuda_ok(cudaMalloc(&dsync, sizeof(int)));
+  using tessera::kernels::gpu_hessenberg_rotations;
+  CHECK(what([&] { gpu_hessenberg_rotations(-1, 5, dH, 10, dcs, dsync, nullptr); }).find("rows") != std::string::npos);
+  CHECK(what([&] { gpu_hessenberg_rotations(10, 5, dH, 9, dcs, dsync, nullptr); }).find("ldh") != std::string::npos);
+  CHECK(what([&] { gpu_hessenberg_rotations(10, 5, dH, 10, dcs, static_cast<int*>(nullptr), nullptr); }).find("sync") !=
+        std::string::npos);
+  CHECK(what([&] { tessera::kernels::gpu_rotations_right(10, 5, dcs, dH, 9, nullptr); }).find("ldc") != std::string::npos);
+  CHECK(what([&] { tessera::kernels::gpu_rotations_left(9, 2, dcs, dH, 9, nullptr); }).find("ldc") != std::string::npos);
+  cudaFree(dH);
+  cudaFree(dcs);
+  cudaFree(dsync);
+}
+
+// The warps wait for each rotation's value itself: a NaN or Inf among them must not look unset.
+TEST_CASE("hessenberg sweep on the GPU: NaN and Inf entries end the sweep, as on the CPUs") {
+  for (double bad : {std::nan(""), 1.0 / 0.0}) {
+    CAPTURE(bad);
+    const int n = 300;
+    std::vector<double> H(std::size_t(n) * n, 0.0);
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i <= std::min(j + 1, n - 1); ++i) H[i + std::size_t(j) * n] = 1.0 + (i == j ? 4 : 0);
+    H[0] = bad;
+    std::vector<double> Hc = H, cs_c(2 * (n - 1));
+    tessera::kernels::hessenberg_rotations(n, n, Hc.data(), n, cs_c.data());
+    double *dH = nullptr, *dcs = nullptr;
+    int* dsync = nullptr;
+    cuda_ok(cudaMalloc(&dH, sizeof(double) * H.size()));
+    cuda_ok(cudaMalloc(&dcs, sizeof(double) * cs_c.size()));
+    cuda_ok(cudaMalloc(&dsync, sizeof(int)));
+    cuda_ok(cudaMemcpy(dH, H.data(), sizeof(double) * H.size(), cudaMemcpyHostToDevice));
+    tessera::kernels::gpu_hessenberg_rotations(n, n, dH, n, dcs, dsync, nullptr);
+    std::vector<double> Hg(H.size());
+    cuda_ok(cudaMemcpy(Hg.data(), dH, sizeof(double) * H.size(), cudaMemcpyDeviceToHost));
+    cudaFree(dH);
+    cudaFree(dcs);
+    cudaFree(dsync);
+    // Non-finite where the CPUs' is (the last column's last entry included), exact zeros below.
+    for (std::size_t i = 0; i < H.size(); ++i) CHECK(std::isfinite(Hg[i]) == std::isfinite(Hc[i]));
+    CHECK(!std::isfinite(Hg.back()));
+  }
+}
 
 TEST_CASE("givens sweeps on the GPU: the strip, the rotations and the blocks as on the CPUs") {
   for (auto [L, p, base] :

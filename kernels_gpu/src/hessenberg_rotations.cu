@@ -1,0 +1,223 @@
+// The Hessenberg sweep on the GPU (tessera/kernels_gpu/gpu_rotations.hpp). A warp owns 32
+// consecutive columns, lane l column c0 + l, and streams down it: first the rotations of the
+// columns left of c0, then its own: lane l makes rotation c0 + l once lanes 0 .. l - 1 have made
+// theirs, and the lanes right of it take each one from a shuffle. Every column is read and
+// written once, by the lane that owns it, in order down its rows. The rotations go to cs, and to
+// shared memory for the block's other warp; their readers wait for the values themselves (a slot
+// holds `unset` until written), so no fence or flag stands between a rotation and the next
+// warp. Blocks take their place in the order from a ticket, so a warp waits only for warps that
+// have started.
+#include <tessera/kernels_gpu/gpu_rotations.hpp>
+
+#include "check.hpp"
+#include "rotation.cuh"
+
+namespace tessera::kernels {
+namespace {
+
+// Two warps a block: 64 columns. Each rotation is stored by every later column, 8 bytes a lane
+// down its column; 256 columns on one SM took 1.5 ms for 3000 rotations on an H200, as their
+// stores, not the chain, set the pace.
+constexpr int warps_per_block = 2, block_cols = 32 * warps_per_block, ahead = 8;
+
+// No rotation has |c| or |s| above 1 (NaN included: it is not equal to 2).
+template <class T>
+constexpr T unset = T(2);
+
+template <class T>
+__global__ void fill_unset_kernel(int n, T* cs) {
+  for (int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); i < n; i += static_cast<int>(gridDim.x * blockDim.x))
+    cs[i] = unset<T>;
+}
+
+// Rotations [from, to) on the lane's column (col, its carry), rotation j at rot[2 (j - base)]
+// (volatile: global ones from L2, where other SMs write them). A chunk's rows are loaded, then
+// its rotations, again until every one is set.
+template <class T>
+__device__ __forceinline__ void take(int from, int to, bool mine, T* col, T& carry, const volatile T* rot, int base) {
+  for (int j = from; j < to; j += ahead) {
+    const int n = to - j < ahead ? to - j : ahead;
+    T x[ahead], r[2 * ahead];
+#pragma unroll
+    for (int u = 0; u < ahead; ++u) x[u] = mine && u < n ? col[j + 1 + u] : T(0);
+    const volatile T* p = rot + 2 * (j - base);
+    for (bool set = false; !set;) {
+#pragma unroll
+      for (int q = 0; q < 2 * ahead; ++q) r[q] = q < 2 * n ? p[q] : T(0);
+      set = true;
+#pragma unroll
+      for (int q = 0; q < 2 * ahead; ++q) set = set && r[q] != unset<T>;
+    }
+#pragma unroll
+    for (int u = 0; u < ahead; ++u)
+      if (u < n) {
+        const T co = r[2 * u], s = r[2 * u + 1];
+        if (mine) col[j + u] = co * carry + s * x[u];
+        carry = -s * carry + co * x[u];
+      }
+  }
+}
+
+// sync[0]: the blocks' ticket (zero at launch); cs all unset at launch.
+template <class T>
+__global__ void __launch_bounds__(block_cols) hessenberg_kernel(int rows, int cols, int k, T* H, int ldh, T* cs,
+                                                                int* sync) {
+  __shared__ int ticket;
+  __shared__ T rs[2 * block_cols];
+  if (threadIdx.x == 0) ticket = atomicAdd(&sync[0], 1);
+  for (int i = static_cast<int>(threadIdx.x); i < 2 * block_cols; i += block_cols) rs[i] = unset<T>;
+  __syncthreads();
+  const int lane = static_cast<int>(threadIdx.x % 32), b0 = ticket * block_cols;
+  const int c0 = b0 + static_cast<int>(threadIdx.x / 32) * 32;
+  if (c0 >= cols) return;
+  const int c = c0 + lane;
+  const bool mine = c < cols;
+  T* col = H + static_cast<std::ptrdiff_t>(mine ? c : c0) * ldh;
+  T carry = mine ? col[0] : T(0);
+  const int kb = b0 < k ? b0 : k, kc = c0 < k ? c0 : k;
+  take(0, kb, mine, col, carry, cs, 0);   // earlier blocks'
+  take(kb, kc, mine, col, carry, rs, b0);  // the block's other warp's
+  // The warp's own rotations c0 .. c0 + 31 (those below k): lane l's rows c0 + 1 .. c + 1 loaded
+  // at once; lane i makes rotation c0 + i.
+  if (c0 < k) {
+    T x[32];
+    const int last = c < k ? c + 1 : k;  // the last row this column reads
+#pragma unroll
+    for (int i = 0; i < 32; ++i) x[i] = mine && c0 + 1 + i <= last ? col[c0 + 1 + i] : T(0);
+    volatile T* vrs = rs;
+    volatile T* vcs = cs;
+#pragma unroll
+    for (int i = 0; i < 32; ++i) {
+      const int j = c0 + i;
+      if (j >= k) break;
+      T co = 1, s = 0;
+      if (lane == i) {
+        T r;
+        detail::make_rotation(carry, x[i], co, s, r);
+        vrs[2 * (j - b0)] = co;
+        vrs[2 * (j - b0) + 1] = s;
+        vcs[2 * j] = co;
+        vcs[2 * j + 1] = s;
+        col[j] = r;
+        col[j + 1] = T(0);
+      }
+      co = __shfl_sync(0xffffffffu, co, i);
+      s = __shfl_sync(0xffffffffu, s, i);
+      if (lane > i && mine) {
+        col[j] = co * carry + s * x[i];
+        carry = -s * carry + co * x[i];
+      }
+    }
+  }
+  // A column past the last rotation keeps its carry as row k.
+  if (mine && c >= k) col[k] = carry;
+}
+
+// The sweep on one line of C: v[0], v[stride], ..., v[k stride] (a row of C from the right, a
+// column from the left). A line is a chain of k rotations: the next chunk's entries and
+// rotations are loaded while this chunk's arithmetic runs.
+template <class T>
+__device__ __forceinline__ void sweep_line(T* v, std::ptrdiff_t stride, int k, const T* __restrict__ cs) {
+  T x[ahead], r[2 * ahead], xn[ahead], rn[2 * ahead];
+  auto load = [&](int j, T* xx, T* rr) {
+#pragma unroll
+    for (int u = 0; u < ahead; ++u)
+      if (j + u < k) {
+        xx[u] = v[(j + 1 + u) * stride];
+        rr[2 * u] = cs[2 * (j + u)];
+        rr[2 * u + 1] = cs[2 * (j + u) + 1];
+      }
+  };
+  T carry = v[0];
+  load(0, x, r);
+  for (int j = 0; j < k; j += ahead) {
+    if (j + ahead < k) load(j + ahead, xn, rn);
+#pragma unroll
+    for (int u = 0; u < ahead; ++u)
+      if (j + u < k) {
+        v[(j + u) * stride] = r[2 * u] * carry + r[2 * u + 1] * x[u];
+        carry = -r[2 * u + 1] * carry + r[2 * u] * x[u];
+      }
+#pragma unroll
+    for (int u = 0; u < ahead; ++u) {
+      x[u] = xn[u];
+      r[2 * u] = rn[2 * u];
+      r[2 * u + 1] = rn[2 * u + 1];
+    }
+  }
+  v[k * stride] = carry;
+}
+
+template <class T>
+__global__ void __launch_bounds__(64) rotations_right_kernel(int nrows, int k, const T* __restrict__ cs, T* C, int ldc) {
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i < nrows) sweep_line(C + i, static_cast<std::ptrdiff_t>(ldc), k, cs);
+}
+
+template <class T>
+__global__ void __launch_bounds__(64) rotations_left_kernel(int k, int ncols, const T* __restrict__ cs, T* C, int ldc) {
+  const int c = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (c < ncols) sweep_line(C + static_cast<std::ptrdiff_t>(c) * ldc, std::ptrdiff_t(1), k, cs);
+}
+
+}  // namespace
+
+template <class T>
+void gpu_hessenberg_rotations(int rows, int cols, T* H, int ldh, T* cs, int* sync, cudaStream_t stream) {
+  constexpr const char* kernel = "gpu_hessenberg_rotations";
+  detail::require_ge(kernel, "rows", rows, "0", 0);
+  detail::require_ge(kernel, "cols", cols, "0", 0);
+  if (rows == 0 || cols == 0) return;
+  detail::require_ge(kernel, "ldh", ldh, "max(1, rows)", rows);
+  detail::require_ptr(kernel, "H", H);
+  const int k = cols < rows - 1 ? cols : rows - 1;
+  if (k > 0) detail::require_ptr(kernel, "cs", cs);
+  detail::require_ptr(kernel, "sync", sync);
+  detail::check(kernel, "cudaMemsetAsync", cudaMemsetAsync(sync, 0, sizeof(int), stream));
+  if (k > 0) {
+    fill_unset_kernel<T><<<static_cast<unsigned>((2 * k + 255) / 256 < 64 ? (2 * k + 255) / 256 : 64), 256, 0, stream>>>(2 * k, cs);
+    detail::check(kernel, "fill_unset_kernel launch", cudaGetLastError());
+  }
+  hessenberg_kernel<T><<<static_cast<unsigned>((cols + block_cols - 1) / block_cols), block_cols, 0, stream>>>(
+      rows, cols, k, H, ldh, cs, sync);
+  detail::check(kernel, "hessenberg_kernel launch", cudaGetLastError());
+}
+
+template <class T>
+void gpu_rotations_left(int k, int ncols, const T* cs, T* C, int ldc, cudaStream_t stream) {
+  constexpr const char* kernel = "gpu_rotations_left";
+  detail::require_ge(kernel, "k", k, "0", 0);
+  detail::require_ge(kernel, "ncols", ncols, "0", 0);
+  if (k == 0 || ncols == 0) return;
+  detail::require_ge(kernel, "ldc", ldc, "k + 1", k + 1);
+  detail::require_ptr(kernel, "cs", cs);
+  detail::require_ptr(kernel, "C", C);
+  const unsigned t = 64, b = static_cast<unsigned>((ncols + 63) / 64);
+  rotations_left_kernel<T><<<b, t, 0, stream>>>(k, ncols, cs, C, ldc);
+  detail::check(kernel, "rotations_left_kernel launch", cudaGetLastError());
+}
+
+template <class T>
+void gpu_rotations_right(int nrows, int k, const T* cs, T* C, int ldc, cudaStream_t stream) {
+  constexpr const char* kernel = "gpu_rotations_right";
+  detail::require_ge(kernel, "nrows", nrows, "0", 0);
+  detail::require_ge(kernel, "k", k, "0", 0);
+  if (k == 0 || nrows == 0) return;
+  detail::require_ge(kernel, "ldc", ldc, "max(1, nrows)", nrows);
+  detail::require_ptr(kernel, "cs", cs);
+  detail::require_ptr(kernel, "C", C);
+  // Small blocks: a row's chain is long and the rows are few (Q's), so spread them over the SMs.
+  const unsigned t = 64, b = static_cast<unsigned>((nrows + 63) / 64);
+  rotations_right_kernel<T><<<b, t, 0, stream>>>(nrows, k, cs, C, ldc);
+  detail::check(kernel, "rotations_right_kernel launch", cudaGetLastError());
+}
+
+#define TESSERA_INST(T)                                                                       \
+  template void gpu_hessenberg_rotations<T>(int, int, T*, int, T*, int*, cudaStream_t);      \
+  template void gpu_rotations_left<T>(int, int, const T*, T*, int, cudaStream_t);            \
+  template void gpu_rotations_right<T>(int, int, const T*, T*, int, cudaStream_t);
+TESSERA_INST(float)
+TESSERA_INST(double)
+#undef TESSERA_INST
+
+}  // namespace tessera::kernels
