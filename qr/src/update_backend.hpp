@@ -21,6 +21,7 @@
 #include "tessera/kernels_cpu/blas.hpp"
 #include "tessera/kernels_cpu/check.hpp"
 #include "tessera/kernels_cpu/givens.hpp"
+#include "tessera/kernels_cpu/rotations.hpp"
 #include "tessera/kernels_cpu/trsm_upper.hpp"
 
 namespace tessera::qr::detail {
@@ -218,6 +219,21 @@ struct host_backend {
   void givens_blocks(int, const kernels::givens_plan& plan, const T* cs, T* S) {
     kernels::givens_blocks(plan, cs, S);
   }
+  // H (rows x cols, ldh, upper Hessenberg) := its triangular form, cs := the rotations
+  // (kernels::hessenberg_rotations).
+  template <class T>
+  void hessenberg_rotations(int, int rows, int cols, T* H, int ldh, T* cs) {
+    kernels::hessenberg_rotations(rows, cols, H, ldh, cs);
+  }
+  // C (k + 1 rows, ncols) := G C and C (nrows, k + 1 columns) := C G^T for those rotations.
+  template <class T>
+  void rotations_left(int, int k, int ncols, const T* cs, T* C, int ldc) {
+    split(ncols, 1, [&](int c0, int cn) { kernels::rotations_left(k, cn, cs, C + std::size_t(c0) * ldc, ldc); });
+  }
+  template <class T>
+  void rotations_right(int, int nrows, int k, const T* cs, T* C, int ldc) {
+    split(nrows, 256, [&](int r0, int rn) { kernels::rotations_right(rn, k, cs, C + r0, ldc); });
+  }
   void dep(int, int) {}
   void sync() {}
   // Between host memory (h, ldh) and the backend's (d, ldd).
@@ -341,6 +357,12 @@ struct gpu_backend {
   void givens_generate(int lane, const kernels::givens_plan& plan, T* X, int ldx, T* cs);
   template <class T>
   void givens_blocks(int lane, const kernels::givens_plan& plan, const T* cs, T* S);
+  template <class T>
+  void hessenberg_rotations(int lane, int rows, int cols, T* H, int ldh, T* cs);
+  template <class T>
+  void rotations_left(int lane, int k, int ncols, const T* cs, T* C, int ldc);
+  template <class T>
+  void rotations_right(int lane, int nrows, int k, const T* cs, T* C, int ldc);
   void dep(int from, int to);
   void sync();
   template <class T>
@@ -353,6 +375,9 @@ struct gpu_backend {
   unsigned count_non_finite(int m, int n, const T* A, int lda);
 
  private:
+  // At least `need` device ints for lane's kernels that hand work on through flags (the calls on
+  // one lane's stream share them).
+  int* sync_ints(int lane, std::size_t need);
   std::unique_ptr<gpu_resources> _r;
   static constexpr std::size_t max_retired = 16;
   std::vector<void*> _retired;  // capacity max_retired + 1

@@ -20,6 +20,7 @@
 #include "tessera/kernels_gpu/gpu_small_panel.hpp"
 #include "tessera/kernels_gpu/gpu_tpqrt.hpp"
 #include "tessera/kernels_gpu/gpu_larfb.hpp"
+#include "tessera/kernels_gpu/gpu_rotations.hpp"
 #include "tessera/kernels_gpu/gpu_tsmqr.hpp"
 #include "tessera/qr/factorize.hpp"
 #include "tessera/sched/memory.hpp"
@@ -57,7 +58,8 @@ struct gpu_resources {
   int epoch = 0, chain_lane = 0;
   using wait_fn = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
   wait_fn wait32 = nullptr;
-  // The Givens sweeps' tickets and flags (gpu_givens_generate clears them), a buffer a lane.
+  // The tickets and flags of the Givens sweeps and the Hessenberg sweep (their kernels' calls
+  // clear them), a buffer a lane (gpu_backend::sync_ints).
   int* gsync[lanes] = {};
   std::size_t ngsync[lanes] = {};
   gpu_resources() {
@@ -418,10 +420,8 @@ void gpu_backend::panel_qr(int lane, int m, int n, T* A, int lda, T* Tm, int ldt
                      _r->h[lane]);
 }
 
-template <class T>
-void gpu_backend::givens_generate(int lane, const kernels::givens_plan& plan, T* X, int ldx, T* cs) {
+int* gpu_backend::sync_ints(int lane, std::size_t need) {
   auto& r = *_r;
-  const std::size_t need = kernels::gpu_givens_sync_count(plan);
   if (need > r.ngsync[lane]) {
     if (r.gsync[lane]) sync();  // no kernel reads the old ones any more
     release(r.gsync[lane]);
@@ -430,12 +430,34 @@ void gpu_backend::givens_generate(int lane, const kernels::givens_plan& plan, T*
     r.gsync[lane] = static_cast<int*>(acquire(n * sizeof(int)));
     r.ngsync[lane] = n;
   }
-  kernels::gpu_givens_generate(plan, X, ldx, cs, r.gsync[lane], r.ngsync[lane], r.s[lane]);
+  return r.gsync[lane];
+}
+
+template <class T>
+void gpu_backend::givens_generate(int lane, const kernels::givens_plan& plan, T* X, int ldx, T* cs) {
+  const std::size_t need = kernels::gpu_givens_sync_count(plan);
+  int* s = sync_ints(lane, need);
+  kernels::gpu_givens_generate(plan, X, ldx, cs, s, _r->ngsync[lane], _r->s[lane]);
 }
 
 template <class T>
 void gpu_backend::givens_blocks(int lane, const kernels::givens_plan& plan, const T* cs, T* S) {
   kernels::gpu_givens_blocks(plan, cs, S, _r->s[lane]);
+}
+
+template <class T>
+void gpu_backend::hessenberg_rotations(int lane, int rows, int cols, T* H, int ldh, T* cs) {
+  kernels::gpu_hessenberg_rotations(rows, cols, H, ldh, cs, sync_ints(lane, 1), _r->s[lane]);
+}
+
+template <class T>
+void gpu_backend::rotations_left(int lane, int k, int ncols, const T* cs, T* C, int ldc) {
+  kernels::gpu_rotations_left(k, ncols, cs, C, ldc, _r->s[lane]);
+}
+
+template <class T>
+void gpu_backend::rotations_right(int lane, int nrows, int k, const T* cs, T* C, int ldc) {
+  kernels::gpu_rotations_right(nrows, k, cs, C, ldc, _r->s[lane]);
 }
 
 void gpu_backend::dep(int from, int to) {
@@ -519,6 +541,9 @@ unsigned gpu_backend::count_non_finite(int m, int n, const T* A, int lda) {
   template void gpu_backend::panel_qr<T>(int, int, int, T*, int, T*, int, T*, std::size_t);       \
   template void gpu_backend::givens_generate<T>(int, const kernels::givens_plan&, T*, int, T*);   \
   template void gpu_backend::givens_blocks<T>(int, const kernels::givens_plan&, const T*, T*);    \
+  template void gpu_backend::hessenberg_rotations<T>(int, int, int, T*, int, T*);                  \
+  template void gpu_backend::rotations_left<T>(int, int, int, const T*, T*, int);                  \
+  template void gpu_backend::rotations_right<T>(int, int, int, const T*, T*, int);                 \
   template void gpu_backend::upload<T>(int, int, int, const T*, int, T*, int);                    \
   template void gpu_backend::download<T>(int, int, int, const T*, int, T*, int);                  \
   template unsigned gpu_backend::count_non_finite<T>(int, int, const T*, int);

@@ -4,7 +4,8 @@
 // Q-less and thin-Q modes are enough.
 //
 // Two forms, as_rows chosen by the caller (deletes_by_rows, from measurements). The band's:
-// structured Householder panels of (nb + p) x nb (the seed's Figure 7). The rows': with
+// structured Householder panels of (nb + p) x nb (the seed's Figure 7), or for one column a
+// Givens sweep (band_retriangularize). The rows': with
 // s = cols - k - p columns right of
 // the block, R(k:k+p, k:k+s) is dense and R(k+p:cols, k:k+s) is the old R's trailing triangle, so
 // moving the p dense rows below the triangle (and Q's columns and D's rows with them) leaves

@@ -2,7 +2,8 @@
 // Householder QR compresses its rows below cols (R is zero there), r Givens sweeps bring the
 // rest to an r x r triangle in rows 0..r (each sweep adds a subdiagonal to R), then
 // R(0:r, :) += W(0:r, :) V^T and the band of r subdiagonals is made triangular again by
-// (nb + r) x nb Householder panels, as for deleting columns. Needs the full Q.
+// (nb + r) x nb Householder panels, as for deleting columns (r = 1: R is upper Hessenberg, and
+// one Givens sweep does it, as in qrupdate's qr1up). Needs the full Q.
 #include "update_state.hpp"
 
 namespace tessera::qr::detail {

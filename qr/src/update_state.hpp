@@ -1,8 +1,9 @@
 #pragma once
 // The state of an updatable QR (tessera/qr/update.hpp) on one backend, and the pieces the update
 // algorithms share: a block reflector applied from the left or the right to a matrix split in two
-// parts, the structured re-triangularization of a band (the seed's (p + nb) x nb blocks), the
-// blocked Householder compression of a tall block, and Givens sweeps applied in blocks.
+// parts, the structured re-triangularization of a band (the seed's (p + nb) x nb blocks; a band
+// of one by a Givens sweep), the blocked Householder compression of a tall block, and Givens
+// sweeps applied in blocks.
 //
 // Storage (column-major, in the backend's memory):
 //   Q: rows x qcols(), ld ldq: qcols() = rows (full), cols (thin), 0 (none).
@@ -190,16 +191,41 @@ void apply_right_tp(B& be, int lane, int nrows, int nb, int hb, const T* Vb, int
   });
 }
 
+// R's columns [j_first, m) upper Hessenberg within rows [0, L) (a band of one: a rank-1 update,
+// one column deleted) made triangular by one sweep of Givens rotations, as qrupdate does: on lane
+// R a chain of single rotations (kernels::hessenberg_rotations), where band panels chain a
+// kernel and an apply per 64 columns; then D and Q take the sweep on their lanes.
+template <class B, class T>
+void hessenberg_retriangularize(update_state<B, T>& st, int j_first, int L) {
+  auto& be = st.be;
+  const int rows = L - j_first, k = std::min(st.m - j_first, rows - 1);
+  if (k <= 0) return;
+  be.ensure(st.cs, 2 * std::size_t(k));
+  be.hessenberg_rotations(lane_r, rows, st.m - j_first, st.R(j_first, j_first), st.ldr, st.cs.data());
+  if (st.nrhs > 0) {
+    be.dep(lane_r, lane_d);
+    be.rotations_left(lane_d, k, st.nrhs, st.cs.data(), st.D(j_first, 0), st.ldd);
+  }
+  if (st.qcols() > 0) {
+    be.dep(lane_r, lane_q);
+    be.rotations_right(lane_q, st.n, k, st.cs.data(), st.Q(0, j_first), st.ldq);
+  }
+}
+
 // R's columns [j_first, m) hold an upper triangle plus `band` subdiagonals within rows [0, L)
 // (columns left of j_first are upper triangular already): make R upper triangular again with
 // Householder panels of (nb + band) x nb (nb: the caller's panel width), the seed's Figure 7
 // (LAPACK TPQRT's structure), applied to R's trailing columns (lane R), D (lane D) and Q's columns
-// (lane Q, one panel behind).
+// (lane Q, one panel behind); a band of one by Givens rotations.
 template <class B, class T>
 void band_retriangularize(update_state<B, T>& st, int j_first, int L, int band, int nb) {
   auto& be = st.be;
   const int m = st.m;
   if (j_first >= m || band <= 0) return;
+  if (band == 1) {
+    hessenberg_retriangularize(st, j_first, L);
+    return;
+  }
   const int npanels = (m - j_first + nb - 1) / nb, ldp = nb + band;
   be.ensure(st.panels, std::size_t(npanels) * ldp * nb);
   be.ensure(st.tmats, std::size_t(npanels) * nb * nb);
@@ -514,13 +540,14 @@ int givens_block_width(int p) {
 }
 
 // Which form deletes p columns (update_delete_columns.cpp): inserted rows in another order from
-// 1 column without Q and from 33 with Q, up to rows_form_max; else the band's panels. On the H100
-// (6000 x 3000, double and single, k = 0 .. 2500) the rows form was 1.1-2.1x faster in those
-// ranges, and slower with Q up to 32 columns (the band's panels are then one kernel each on R, D
-// and Q: 1.1-1.7x at k >= 2000) and beyond 512 (1.1-1.2x in double)
-// (docs/results/2026-11-27-delete-columns-as-rows-h100.md).
+// 2 columns without Q and from 33 with Q, up to rows_form_max; else the band's panels, one
+// column by a Givens sweep. On the H100 (6000 x 3000, double and single, k = 0 .. 2500) the rows
+// form was 1.1-2.1x faster in those ranges, and slower with Q up to 32 columns (the band's panels
+// are then one kernel each on R, D and Q: 1.1-1.7x at k >= 2000) and beyond 512 (1.1-1.2x in
+// double) (docs/results/2026-11-27-delete-columns-as-rows-h100.md); one column: the sweep
+// (docs/results/2026-11-28-hessenberg-sweep-h200.md).
 inline constexpr int rows_form_max = 512;  // kernels::gpu_tpqrt_chain_max_rows: its persistent kernel
-inline bool deletes_by_rows(int p, bool q_kept) { return p <= rows_form_max && (!q_kept || p > 32); }
+inline bool deletes_by_rows(int p, bool q_kept) { return p > 1 && p <= rows_form_max && (!q_kept || p > 32); }
 
 // The algorithms, one per file (qr/src/update_*.cpp); arguments checked by the caller.
 template <class B, class T> void delete_columns(update_state<B, T>&, int k, int p, int nb, bool as_rows);
