@@ -147,16 +147,22 @@ __device__ __forceinline__ void sweep_line(T* v, std::ptrdiff_t stride, int k, c
   v[k * stride] = carry;
 }
 
+// Line l of C starts at C + l line_step, its entries elem_step apart: Q's rows (from the right),
+// D's columns (from the left).
 template <class T>
-__global__ void __launch_bounds__(64) rotations_right_kernel(int nrows, int k, const T* __restrict__ cs, T* C, int ldc) {
-  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (i < nrows) sweep_line(C + i, static_cast<std::ptrdiff_t>(ldc), k, cs);
+__global__ void __launch_bounds__(64) rotations_kernel(int nlines, std::ptrdiff_t line_step, std::ptrdiff_t elem_step,
+                                                       int k, const T* __restrict__ cs, T* C) {
+  const int l = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (l < nlines) sweep_line(C + l * line_step, elem_step, k, cs);
 }
 
+// A thread a line, 64 a block: a line's chain is long and the lines are few (Q's rows, D's
+// columns), so they are spread over the SMs.
 template <class T>
-__global__ void __launch_bounds__(64) rotations_left_kernel(int k, int ncols, const T* __restrict__ cs, T* C, int ldc) {
-  const int c = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (c < ncols) sweep_line(C + static_cast<std::ptrdiff_t>(c) * ldc, std::ptrdiff_t(1), k, cs);
+void launch_lines(const char* kernel, int nlines, std::ptrdiff_t line_step, std::ptrdiff_t elem_step, int k, const T* cs,
+                  T* C, cudaStream_t stream) {
+  rotations_kernel<T><<<static_cast<unsigned>((nlines + 63) / 64), 64, 0, stream>>>(nlines, line_step, elem_step, k, cs, C);
+  detail::check(kernel, "rotations_kernel launch", cudaGetLastError());
 }
 
 }  // namespace
@@ -191,9 +197,7 @@ void gpu_rotations_left(int k, int ncols, const T* cs, T* C, int ldc, cudaStream
   detail::require_ge(kernel, "ldc", ldc, "k + 1", k + 1);
   detail::require_ptr(kernel, "cs", cs);
   detail::require_ptr(kernel, "C", C);
-  const unsigned t = 64, b = static_cast<unsigned>((ncols + 63) / 64);
-  rotations_left_kernel<T><<<b, t, 0, stream>>>(k, ncols, cs, C, ldc);
-  detail::check(kernel, "rotations_left_kernel launch", cudaGetLastError());
+  launch_lines(kernel, ncols, std::ptrdiff_t(ldc), std::ptrdiff_t(1), k, cs, C, stream);
 }
 
 template <class T>
@@ -205,10 +209,7 @@ void gpu_rotations_right(int nrows, int k, const T* cs, T* C, int ldc, cudaStrea
   detail::require_ge(kernel, "ldc", ldc, "max(1, nrows)", nrows);
   detail::require_ptr(kernel, "cs", cs);
   detail::require_ptr(kernel, "C", C);
-  // Small blocks: a row's chain is long and the rows are few (Q's), so spread them over the SMs.
-  const unsigned t = 64, b = static_cast<unsigned>((nrows + 63) / 64);
-  rotations_right_kernel<T><<<b, t, 0, stream>>>(nrows, k, cs, C, ldc);
-  detail::check(kernel, "rotations_right_kernel launch", cudaGetLastError());
+  launch_lines(kernel, nrows, std::ptrdiff_t(1), std::ptrdiff_t(ldc), k, cs, C, stream);
 }
 
 #define TESSERA_INST(T)                                                                       \
