@@ -182,6 +182,54 @@ TEST_CASE("hessenberg sweep on the GPU: R, the rotations and their applies as on
   for (double scale : {1e-310, 1e300}) check_hessenberg<double>(600, 600, scale);
 }
 
+// A sweep made from the bottom up (one Givens sweep of a strip, p = 1) as line sweeps: the GPU's
+// from the left and the right against the CPUs', random rotations.
+template <class T>
+void check_sweep_up(int k, int n) {
+  CAPTURE(k);
+  CAPTURE(n);
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::vector<T> cs(2 * std::size_t(k + 1));
+  for (int i = 0; i <= k; ++i) {
+    const double a = u(tessera::testing::gpu::rng()), b = u(tessera::testing::gpu::rng()), r = std::hypot(a, b);
+    cs[2 * i] = T(a / r);
+    cs[2 * i + 1] = T(b / r);
+  }
+  const int ldl = k + 3;  // from the left: k + 1 rows of n columns, padding below left alone
+  std::vector<T> L(std::size_t(ldl) * n), R(std::size_t(n) * (k + 1));
+  for (auto& x : L) x = T(u(tessera::testing::gpu::rng()));
+  for (auto& x : R) x = T(u(tessera::testing::gpu::rng()));
+  std::vector<T> Lc = L, Rc = R, Lg(L.size()), Rg(R.size());
+  tessera::kernels::sweep_up_left(k, n, cs.data(), Lc.data(), ldl);
+  tessera::kernels::sweep_up_right(n, k, cs.data(), Rc.data(), n);
+  T *dcs = nullptr, *dL = nullptr, *dR = nullptr;
+  cuda_ok(cudaMalloc(&dcs, sizeof(T) * cs.size()));
+  cuda_ok(cudaMalloc(&dL, sizeof(T) * L.size()));
+  cuda_ok(cudaMalloc(&dR, sizeof(T) * R.size()));
+  cuda_ok(cudaMemcpy(dcs, cs.data(), sizeof(T) * cs.size(), cudaMemcpyHostToDevice));
+  cuda_ok(cudaMemcpy(dL, L.data(), sizeof(T) * L.size(), cudaMemcpyHostToDevice));
+  cuda_ok(cudaMemcpy(dR, R.data(), sizeof(T) * R.size(), cudaMemcpyHostToDevice));
+  tessera::kernels::gpu_sweep_up_left(k, n, dcs, dL, ldl, nullptr);
+  tessera::kernels::gpu_sweep_up_right(n, k, dcs, dR, n, nullptr);
+  cuda_ok(cudaMemcpy(Lg.data(), dL, sizeof(T) * L.size(), cudaMemcpyDeviceToHost));
+  cuda_ok(cudaMemcpy(Rg.data(), dR, sizeof(T) * R.size(), cudaMemcpyDeviceToHost));
+  cudaFree(dcs);
+  cudaFree(dL);
+  cudaFree(dR);
+  const double tol = 100.0 * double(std::numeric_limits<T>::epsilon()) * (k + 1);
+  CHECK(max_rel(Lg, Lc) < tol);
+  CHECK(max_rel(Rg, Rc) < tol);
+  for (int c = 0; c < n; ++c)
+    for (int i = k + 1; i < ldl; ++i) CHECK(Lg[i + std::size_t(c) * ldl] == L[i + std::size_t(c) * ldl]);
+}
+
+TEST_CASE("a sweep from the bottom up on the GPU: from the left and the right as on the CPUs") {
+  for (auto [k, n] : {std::tuple{1, 1}, {1, 70}, {7, 3}, {8, 65}, {9, 130}, {3000, 37}, {2999, 3001}}) {
+    check_sweep_up<double>(k, n);
+    check_sweep_up<float>(k, n);
+  }
+}
+
 TEST_CASE("hessenberg sweep on the GPU: bad arguments named, nothing enqueued") {
   auto what = [](auto&& f) {
     try {
@@ -203,6 +251,8 @@ TEST_CASE("hessenberg sweep on the GPU: bad arguments named, nothing enqueued") 
         std::string::npos);
   CHECK(what([&] { tessera::kernels::gpu_rotations_right(10, 5, dcs, dH, 9, nullptr); }).find("ldc") != std::string::npos);
   CHECK(what([&] { tessera::kernels::gpu_rotations_left(9, 2, dcs, dH, 9, nullptr); }).find("ldc") != std::string::npos);
+  CHECK(what([&] { tessera::kernels::gpu_sweep_up_left(9, 2, dcs, dH, 9, nullptr); }).find("ldc") != std::string::npos);
+  CHECK(what([&] { tessera::kernels::gpu_sweep_up_right(-1, 2, dcs, dH, 9, nullptr); }).find("nrows") != std::string::npos);
   cudaFree(dH);
   cudaFree(dcs);
   cudaFree(dsync);

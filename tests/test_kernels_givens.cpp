@@ -61,6 +61,25 @@ void check_plan(int L, int p, int base, int w, int ncols) {
         b = -s * x + c * y;
       }
     }
+  if (p == 1) {
+    // The single sweep as line sweeps: from the left on M, from the right on M^T.
+    const int top = plan.umax(0);
+    std::vector<T> Ml = M, Mt(std::size_t(ncols) * L);
+    for (int k = 0; k < ncols; ++k)
+      for (int i = 0; i < L; ++i) Mt[k + std::size_t(i) * ncols] = M[i + std::size_t(k) * L];
+    tessera::kernels::sweep_up_left(top, ncols, cs.data(), Ml.data(), L);
+    tessera::kernels::sweep_up_right(ncols, top, cs.data(), Mt.data(), ncols);
+    double dl = 0, dr = 0, sa = 0;
+    for (int k = 0; k < ncols; ++k)
+      for (int i = 0; i < L; ++i) {
+        const double a = A[i + std::size_t(k) * L];
+        dl = std::max(dl, std::abs(a - Ml[i + std::size_t(k) * L]));
+        dr = std::max(dr, std::abs(a - Mt[k + std::size_t(i) * ncols]));
+        sa = std::max(sa, std::abs(a));
+      }
+    CHECK(dl <= 4 * double(std::numeric_limits<T>::epsilon()) * sa);  // the same operations, in order
+    CHECK(dr <= 4 * double(std::numeric_limits<T>::epsilon()) * sa);
+  }
   std::vector<T> S(std::max<std::size_t>(plan.blocks_size(), 1));
   tessera::kernels::givens_blocks(plan, cs.data(), S.data(), 2);
   const int bw = plan.bw();
@@ -152,7 +171,7 @@ TEST_CASE("hessenberg sweep: triangular R, orthogonal Q with Q R = H, Q^T C from
 
 TEST_CASE("givens sweeps: generate, then the blocks equal the rotations in order") {
   for (int w : {1, 4, 64})
-    for (auto [L, p, base] : {std::tuple{1, 1, 0}, {2, 1, 1}, {10, 3, 7}, {40, 5, 35}, {40, 5, 10},
+    for (auto [L, p, base] : {std::tuple{1, 1, 0}, {2, 1, 1}, {10, 1, 9}, {40, 1, 20}, {10, 3, 7}, {40, 5, 35}, {40, 5, 10},
                               {33, 12, 21}, {17, 17, 0}, {100, 30, 70}, {200, 7, 193}}) {
       check_plan<double>(L, p, base, w, 9);
       check_plan<float>(L, p, base, w, 5);

@@ -24,4 +24,13 @@ void rotations_left(int k, int ncols, const T* cs, T* C, int ldc);
 template <class T>
 void rotations_right(int nrows, int k, const T* cs, T* C, int ldc);
 
+// One sweep of givens.hpp's (p = 1: rotation i on rows (i - 1, i) at cs[2 i], made from i = k
+// up to 1) as a line sweep: C (k + 1 rows of ncols columns) := G_1 ... G_k C from the left, and
+// C (nrows rows of k + 1 columns) := C G_k^T ... G_1^T from the right. The same results as its
+// blocks (givens_blocks) up to rounding.
+template <class T>
+void sweep_up_left(int k, int ncols, const T* cs, T* C, int ldc);
+template <class T>
+void sweep_up_right(int nrows, int k, const T* cs, T* C, int ldc);
+
 }  // namespace tessera::kernels

@@ -22,4 +22,10 @@ void gpu_rotations_left(int k, int ncols, const T* cs, T* C, int ldc, cudaStream
 template <class T>
 void gpu_rotations_right(int nrows, int k, const T* cs, T* C, int ldc, cudaStream_t stream);
 
+// sweep_up_left, sweep_up_right: a thread per column, per row of C.
+template <class T>
+void gpu_sweep_up_left(int k, int ncols, const T* cs, T* C, int ldc, cudaStream_t stream);
+template <class T>
+void gpu_sweep_up_right(int nrows, int k, const T* cs, T* C, int ldc, cudaStream_t stream);
+
 }  // namespace tessera::kernels

@@ -1,4 +1,5 @@
-// The Hessenberg sweep on the GPU (tessera/kernels_gpu/gpu_rotations.hpp). A warp owns 32
+// Sweeps of Givens rotations on the GPU (tessera/kernels_gpu/gpu_rotations.hpp): the applies, a
+// thread a line (sweep_line, below), and the Hessenberg sweep. In that one a warp owns 32
 // consecutive columns, lane l column c0 + l, and streams down it: first the rotations of the
 // columns left of c0, then its own in turn, rotation c0 + l from lane l's two entries. Every
 // column is read and written once, by the lane that owns it, in order down its rows. The
@@ -112,19 +113,23 @@ __global__ void __launch_bounds__(block_cols) hessenberg_kernel(int rows, int co
   if (mine && c >= k) col[k] = carry;
 }
 
-// The sweep on one line of C: v[0], v[stride], ..., v[k stride] (a row of C from the right, a
-// column from the left). A line is a chain of k rotations: the next chunk's entries and
-// rotations are loaded while this chunk's arithmetic runs.
+// A sweep on one line of C: v[0], v[stride], ..., v[k stride] (a row of C from the right, a
+// column from the left), rotation t's (c, s) at cs[t cs_step], times `sign` for s: forward
+// sweeps go down the line (cs_step 2, sign 1); a sweep made from the bottom up goes up it (v at
+// the line's end, stride and cs_step negated, sign -1: [c s; -s c] on the rows' reversed order
+// is [c -s; s c]). A line is a chain of k rotations: the next chunk's entries and rotations are
+// loaded while this chunk's arithmetic runs.
 template <class T>
-__device__ __forceinline__ void sweep_line(T* v, std::ptrdiff_t stride, int k, const T* __restrict__ cs) {
+__device__ __forceinline__ void sweep_line(T* v, std::ptrdiff_t stride, int k, const T* __restrict__ cs, int cs_step,
+                                           T sign) {
   T x[ahead], r[2 * ahead], xn[ahead], rn[2 * ahead];
   auto load = [&](int j, T* xx, T* rr) {
 #pragma unroll
     for (int u = 0; u < ahead; ++u)
       if (j + u < k) {
         xx[u] = v[(j + 1 + u) * stride];
-        rr[2 * u] = cs[2 * (j + u)];
-        rr[2 * u + 1] = cs[2 * (j + u) + 1];
+        rr[2 * u] = cs[cs_step * (j + u)];
+        rr[2 * u + 1] = sign * cs[cs_step * (j + u) + 1];
       }
   };
   T carry = v[0];
@@ -148,21 +153,48 @@ __device__ __forceinline__ void sweep_line(T* v, std::ptrdiff_t stride, int k, c
 }
 
 // Line l of C starts at C + l line_step, its entries elem_step apart: Q's rows (from the right),
-// D's columns (from the left).
+// D's and R's columns (from the left); `up`: the sweep from the bottom up (sweep_up_*).
 template <class T>
 __global__ void __launch_bounds__(64) rotations_kernel(int nlines, std::ptrdiff_t line_step, std::ptrdiff_t elem_step,
-                                                       int k, const T* __restrict__ cs, T* C) {
+                                                       int k, const T* __restrict__ cs, T* C, bool up) {
   const int l = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (l < nlines) sweep_line(C + l * line_step, elem_step, k, cs);
+  if (l >= nlines) return;
+  T* v = C + l * line_step;
+  if (up)
+    sweep_line(v + k * elem_step, -elem_step, k, cs + 2 * k, -2, T(-1));
+  else
+    sweep_line(v, elem_step, k, cs, 2, T(1));
 }
 
 // A thread a line, 64 a block: a line's chain is long and the lines are few (Q's rows, D's
 // columns), so they are spread over the SMs.
 template <class T>
 void launch_lines(const char* kernel, int nlines, std::ptrdiff_t line_step, std::ptrdiff_t elem_step, int k, const T* cs,
-                  T* C, cudaStream_t stream) {
-  rotations_kernel<T><<<static_cast<unsigned>((nlines + 63) / 64), 64, 0, stream>>>(nlines, line_step, elem_step, k, cs, C);
+                  T* C, bool up, cudaStream_t stream) {
+  rotations_kernel<T><<<static_cast<unsigned>((nlines + 63) / 64), 64, 0, stream>>>(nlines, line_step, elem_step, k, cs, C,
+                                                                                    up);
   detail::check(kernel, "rotations_kernel launch", cudaGetLastError());
+}
+
+// The checks and launch of the four sweeps on lines: from the left, k + 1 rows of ncols columns
+// (ldc); from the right, nrows rows of k + 1 columns.
+template <class T>
+void lines(const char* kernel, bool left, bool up, int nrows_or_k, int k_or_ncols, const T* cs, T* C, int ldc,
+           cudaStream_t stream) {
+  const int k = left ? nrows_or_k : k_or_ncols, n = left ? k_or_ncols : nrows_or_k;
+  detail::require_ge(kernel, "k", k, "0", 0);
+  detail::require_ge(kernel, left ? "ncols" : "nrows", n, "0", 0);
+  if (k == 0 || n == 0) return;
+  if (left)
+    detail::require_ge(kernel, "ldc", ldc, "k + 1", k + 1);
+  else
+    detail::require_ge(kernel, "ldc", ldc, "max(1, nrows)", n);
+  detail::require_ptr(kernel, "cs", cs);
+  detail::require_ptr(kernel, "C", C);
+  if (left)
+    launch_lines(kernel, n, std::ptrdiff_t(ldc), std::ptrdiff_t(1), k, cs, C, up, stream);
+  else
+    launch_lines(kernel, n, std::ptrdiff_t(1), std::ptrdiff_t(ldc), k, cs, C, up, stream);
 }
 
 }  // namespace
@@ -190,32 +222,30 @@ void gpu_hessenberg_rotations(int rows, int cols, T* H, int ldh, T* cs, int* syn
 
 template <class T>
 void gpu_rotations_left(int k, int ncols, const T* cs, T* C, int ldc, cudaStream_t stream) {
-  constexpr const char* kernel = "gpu_rotations_left";
-  detail::require_ge(kernel, "k", k, "0", 0);
-  detail::require_ge(kernel, "ncols", ncols, "0", 0);
-  if (k == 0 || ncols == 0) return;
-  detail::require_ge(kernel, "ldc", ldc, "k + 1", k + 1);
-  detail::require_ptr(kernel, "cs", cs);
-  detail::require_ptr(kernel, "C", C);
-  launch_lines(kernel, ncols, std::ptrdiff_t(ldc), std::ptrdiff_t(1), k, cs, C, stream);
+  lines("gpu_rotations_left", true, false, k, ncols, cs, C, ldc, stream);
 }
 
 template <class T>
 void gpu_rotations_right(int nrows, int k, const T* cs, T* C, int ldc, cudaStream_t stream) {
-  constexpr const char* kernel = "gpu_rotations_right";
-  detail::require_ge(kernel, "nrows", nrows, "0", 0);
-  detail::require_ge(kernel, "k", k, "0", 0);
-  if (k == 0 || nrows == 0) return;
-  detail::require_ge(kernel, "ldc", ldc, "max(1, nrows)", nrows);
-  detail::require_ptr(kernel, "cs", cs);
-  detail::require_ptr(kernel, "C", C);
-  launch_lines(kernel, nrows, std::ptrdiff_t(1), std::ptrdiff_t(ldc), k, cs, C, stream);
+  lines("gpu_rotations_right", false, false, nrows, k, cs, C, ldc, stream);
+}
+
+template <class T>
+void gpu_sweep_up_left(int k, int ncols, const T* cs, T* C, int ldc, cudaStream_t stream) {
+  lines("gpu_sweep_up_left", true, true, k, ncols, cs, C, ldc, stream);
+}
+
+template <class T>
+void gpu_sweep_up_right(int nrows, int k, const T* cs, T* C, int ldc, cudaStream_t stream) {
+  lines("gpu_sweep_up_right", false, true, nrows, k, cs, C, ldc, stream);
 }
 
 #define TESSERA_INST(T)                                                                       \
   template void gpu_hessenberg_rotations<T>(int, int, T*, int, T*, int*, cudaStream_t);      \
   template void gpu_rotations_left<T>(int, int, const T*, T*, int, cudaStream_t);            \
-  template void gpu_rotations_right<T>(int, int, const T*, T*, int, cudaStream_t);
+  template void gpu_rotations_right<T>(int, int, const T*, T*, int, cudaStream_t);            \
+  template void gpu_sweep_up_left<T>(int, int, const T*, T*, int, cudaStream_t);             \
+  template void gpu_sweep_up_right<T>(int, int, const T*, T*, int, cudaStream_t);
 TESSERA_INST(float)
 TESSERA_INST(double)
 #undef TESSERA_INST

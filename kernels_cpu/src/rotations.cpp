@@ -1,6 +1,7 @@
-// The sweep that makes an upper Hessenberg matrix triangular (tessera/kernels_cpu/rotations.hpp),
-// column by column: column c takes the rotations made so far (its carry is the row the last one
-// left in it), then makes its own; H's columns are contiguous, so every access is sequential.
+// Sweeps of Givens rotations on the CPUs (tessera/kernels_cpu/rotations.hpp). The one that makes
+// an upper Hessenberg matrix triangular goes column by column: column c takes the rotations made
+// so far (its carry is the row the last one left in it), then makes its own; H's columns are
+// contiguous, so every access is sequential. The others apply a sweep line by line.
 #include <cmath>
 
 #include <tessera/kernels_cpu/rotations.hpp>
@@ -69,10 +70,40 @@ void rotations_right(int nrows, int k, const T* cs, T* C, int ldc) {
   }
 }
 
+template <class T>
+void sweep_up_left(int k, int ncols, const T* cs, T* C, int ldc) {
+  for (int c = 0; c < ncols; ++c) {
+    T* x = C + std::size_t(c) * ldc;
+    T carry = x[k];
+    for (int i = k; i >= 1; --i) {
+      const T co = cs[2 * i], s = cs[2 * i + 1], v = x[i - 1];
+      x[i] = -s * v + co * carry;
+      carry = co * v + s * carry;
+    }
+    x[0] = carry;
+  }
+}
+
+template <class T>
+void sweep_up_right(int nrows, int k, const T* cs, T* C, int ldc) {
+  for (int i = k; i >= 1; --i) {
+    const T co = cs[2 * i], s = cs[2 * i + 1];
+    T* a = C + std::size_t(i - 1) * ldc;
+    T* b = a + ldc;
+    for (int r = 0; r < nrows; ++r) {
+      const T u = a[r], v = b[r];
+      a[r] = co * u + s * v;
+      b[r] = -s * u + co * v;
+    }
+  }
+}
+
 #define TESSERA_INST(T)                                                  \
   template void hessenberg_rotations<T>(int, int, T*, int, T*);         \
   template void rotations_left<T>(int, int, const T*, T*, int);         \
-  template void rotations_right<T>(int, int, const T*, T*, int);
+  template void rotations_right<T>(int, int, const T*, T*, int);        \
+  template void sweep_up_left<T>(int, int, const T*, T*, int);          \
+  template void sweep_up_right<T>(int, int, const T*, T*, int);
 TESSERA_INST(float)
 TESSERA_INST(double)
 #undef TESSERA_INST
