@@ -234,6 +234,15 @@ struct host_backend {
   void rotations_right(int, int nrows, int k, const T* cs, T* C, int ldc) {
     split(nrows, 256, [&](int r0, int rn) { kernels::rotations_right(rn, k, cs, C + r0, ldc); });
   }
+  // One Givens sweep made from the bottom up (kernels::sweep_up_left, sweep_up_right), likewise.
+  template <class T>
+  void sweep_up_left(int, int k, int ncols, const T* cs, T* C, int ldc) {
+    split(ncols, 16, [&](int c0, int cn) { kernels::sweep_up_left(k, cn, cs, C + std::size_t(c0) * ldc, ldc); });
+  }
+  template <class T>
+  void sweep_up_right(int, int nrows, int k, const T* cs, T* C, int ldc) {
+    split(nrows, 256, [&](int r0, int rn) { kernels::sweep_up_right(rn, k, cs, C + r0, ldc); });
+  }
   void dep(int, int) {}
   void sync() {}
   // Between host memory (h, ldh) and the backend's (d, ldd).
@@ -363,6 +372,10 @@ struct gpu_backend {
   void rotations_left(int lane, int k, int ncols, const T* cs, T* C, int ldc);
   template <class T>
   void rotations_right(int lane, int nrows, int k, const T* cs, T* C, int ldc);
+  template <class T>
+  void sweep_up_left(int lane, int k, int ncols, const T* cs, T* C, int ldc);
+  template <class T>
+  void sweep_up_right(int lane, int nrows, int k, const T* cs, T* C, int ldc);
   void dep(int from, int to);
   void sync();
   template <class T>

@@ -460,6 +460,16 @@ void gpu_backend::rotations_right(int lane, int nrows, int k, const T* cs, T* C,
   kernels::gpu_rotations_right(nrows, k, cs, C, ldc, _r->s[lane]);
 }
 
+template <class T>
+void gpu_backend::sweep_up_left(int lane, int k, int ncols, const T* cs, T* C, int ldc) {
+  kernels::gpu_sweep_up_left(k, ncols, cs, C, ldc, _r->s[lane]);
+}
+
+template <class T>
+void gpu_backend::sweep_up_right(int lane, int nrows, int k, const T* cs, T* C, int ldc) {
+  kernels::gpu_sweep_up_right(nrows, k, cs, C, ldc, _r->s[lane]);
+}
+
 void gpu_backend::dep(int from, int to) {
   ok(cudaEventRecord(_r->ev, _r->s[from]), "cudaEventRecord");
   ok(cudaStreamWaitEvent(_r->s[to], _r->ev, 0), "cudaStreamWaitEvent");
@@ -544,6 +554,8 @@ unsigned gpu_backend::count_non_finite(int m, int n, const T* A, int lda) {
   template void gpu_backend::hessenberg_rotations<T>(int, int, int, T*, int, T*);                  \
   template void gpu_backend::rotations_left<T>(int, int, int, const T*, T*, int);                  \
   template void gpu_backend::rotations_right<T>(int, int, int, const T*, T*, int);                 \
+  template void gpu_backend::sweep_up_left<T>(int, int, int, const T*, T*, int);                   \
+  template void gpu_backend::sweep_up_right<T>(int, int, int, const T*, T*, int);                  \
   template void gpu_backend::upload<T>(int, int, int, const T*, int, T*, int);                    \
   template void gpu_backend::download<T>(int, int, int, const T*, int, T*, int);                  \
   template unsigned gpu_backend::count_non_finite<T>(int, int, const T*, int);

@@ -39,6 +39,7 @@ struct update_state {
   // Workspace kept between updates, so that a sequence of updates allocates only when it grows.
   buf spare_q, spare_r, spare_d, work_r, work_q, work_d, panels, tmats, pwork, xbuf, cs, S, in_u,
       in_v, in_b, cpanels, ctmats, qgram, qtmat;
+  buf hcs;  // the Hessenberg sweep's rotations: lanes Q and D may still read cs's then
 
   update_state() = default;
   update_state(const update_state&) = delete;
@@ -200,15 +201,15 @@ void hessenberg_retriangularize(update_state<B, T>& st, int j_first, int L) {
   auto& be = st.be;
   const int rows = L - j_first, k = std::min(st.m - j_first, rows - 1);
   if (k <= 0) return;
-  be.ensure(st.cs, 2 * std::size_t(k));
-  be.hessenberg_rotations(lane_r, rows, st.m - j_first, st.R(j_first, j_first), st.ldr, st.cs.data());
+  be.ensure(st.hcs, 2 * std::size_t(k));
+  be.hessenberg_rotations(lane_r, rows, st.m - j_first, st.R(j_first, j_first), st.ldr, st.hcs.data());
   if (st.nrhs > 0) {
     be.dep(lane_r, lane_d);
-    be.rotations_left(lane_d, k, st.nrhs, st.cs.data(), st.D(j_first, 0), st.ldd);
+    be.rotations_left(lane_d, k, st.nrhs, st.hcs.data(), st.D(j_first, 0), st.ldd);
   }
   if (st.qcols() > 0) {
     be.dep(lane_r, lane_q);
-    be.rotations_right(lane_q, st.n, k, st.cs.data(), st.Q(0, j_first), st.ldq);
+    be.rotations_right(lane_q, st.n, k, st.hcs.data(), st.Q(0, j_first), st.ldq);
   }
 }
 
@@ -458,11 +459,39 @@ inline constexpr int givens_group_width = 64;
 // Brings the strip X (plan.L x plan.p, ldx; in R or a buffer) to upper triangular form by the
 // plan's sweeps, and applies the same rotations to R, D and Q as `tg` says, in blocks (GEMMs).
 // Wide strips go in groups of sweeps (the sweeps' own order: group by group).
+// One sweep (p = 1: a rank-1 update, one column added, one row deleted): its rotations go to R's
+// columns [col_min, col_end), D and Q as line sweeps, a call each, where its blocks took a GEMM
+// and a copy per block and matrix (each GEMM costs the host about as long as the GPU). Rotations
+// that reach a column of R only through zeros leave them zero.
+template <class B, class T>
+void givens_single_sweep(update_state<B, T>& st, const kernels::givens_plan& plan, T* X, int ldx,
+                         const givens_targets& tg) {
+  auto& be = st.be;
+  const int top = plan.umax(0);  // rotations on rows (i - 1, i), i = top .. 1, at cs[2 i]
+  be.ensure(st.cs, plan.cs_size());
+  be.givens_generate(lane_r, plan, X, ldx, st.cs.data());
+  const T* cs = st.cs.data();
+  if (st.nrhs > 0) {
+    be.dep(lane_r, lane_d);
+    be.sweep_up_left(lane_d, top, st.nrhs, cs, st.D(tg.off, 0), st.ldd);
+  }
+  if (st.qcols() > 0) {
+    be.dep(lane_r, lane_q);
+    be.sweep_up_right(lane_q, st.n, top, cs, st.Q(0, tg.off), st.ldq);
+  }
+  if (tg.col_end > tg.col_min)
+    be.sweep_up_left(lane_r, top, tg.col_end - tg.col_min, cs, st.R(tg.off, tg.col_min), st.ldr);
+}
+
 template <class B, class T>
 void givens_update(update_state<B, T>& st, const kernels::givens_plan& plan, T* X, int ldx,
                    const givens_targets& tg) {
   auto& be = st.be;
   if (plan.L <= 1 || plan.p <= 0 || plan.umax_all() <= 0) return;
+  if (plan.p == 1) {
+    givens_single_sweep(st, plan, X, ldx, tg);
+    return;
+  }
   const int G = givens_group_width;
   const int ngroups = (plan.p + G - 1) / G;
   for (int grp = 0; grp < ngroups; ++grp) {
