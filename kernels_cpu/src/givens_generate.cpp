@@ -2,7 +2,7 @@
 #include "tessera/kernels_cpu/givens.hpp"
 
 #include <algorithm>
-#include <cmath>
+#include "detail.hpp"
 
 namespace tessera::kernels {
 
@@ -13,15 +13,9 @@ void givens_generate(const givens_plan& plan, T* X, int ldx, T* cs) {
   for (int j = 0; j < p; ++j) {
     const int top = std::min(L - 1, plan.base + j);
     for (int i = top; i > j; --i) {
-      const T a = x(i - 1, j), b = x(i, j);
-      T c = 1, s = 0;
-      if (b != T(0)) {
-        // hypot avoids the overflow and underflow of sqrt(a^2 + b^2).
-        const T r = std::hypot(a, b);
-        c = a / r;
-        s = b / r;
-        x(i - 1, j) = r;
-      }
+      T c, s, r;
+      detail::make_rotation(x(i - 1, j), x(i, j), c, s, r);
+      x(i - 1, j) = r;
       x(i, j) = 0;
       cs[2 * (std::size_t(j) * L + i)] = c;
       cs[2 * (std::size_t(j) * L + i) + 1] = s;

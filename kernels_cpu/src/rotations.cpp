@@ -2,7 +2,7 @@
 // an upper Hessenberg matrix triangular goes column by column: column c takes the rotations made
 // so far (its carry is the row the last one left in it), then makes its own; H's columns are
 // contiguous, so every access is sequential. The others apply a sweep line by line.
-#include <cmath>
+#include "detail.hpp"
 
 #include <tessera/kernels_cpu/rotations.hpp>
 
@@ -25,14 +25,8 @@ void hessenberg_rotations(int rows, int cols, T* H, int ldh, T* cs) {
       h[done] = carry;
       continue;
     }
-    // hypot avoids the overflow and underflow of sqrt(a^2 + b^2), as givens_generate does.
-    const T a = carry, b = h[c + 1];
-    T co = 1, s = 0, r = a;
-    if (b != T(0)) {
-      r = std::hypot(a, b);
-      co = a / r;
-      s = b / r;
-    }
+    T co, s, r;
+    detail::make_rotation(carry, h[c + 1], co, s, r);
     h[c] = r;
     h[c + 1] = 0;
     cs[2 * c] = co;
@@ -54,20 +48,28 @@ void rotations_left(int k, int ncols, const T* cs, T* C, int ldc) {
   }
 }
 
+namespace {
+
+// Columns j and j + 1 of C (nrows rows) := those columns times rotation j's transpose, from cs.
+// One rotation at a time over the rows: two contiguous columns, one of which the next rotation
+// reads again.
+template <class T>
+void rotate_columns(int nrows, int j, const T* cs, T* C, int ldc) {
+  const T co = cs[2 * j], s = cs[2 * j + 1];
+  T* a = C + std::size_t(j) * ldc;
+  T* b = a + ldc;
+  for (int i = 0; i < nrows; ++i) {
+    const T u = a[i], v = b[i];
+    a[i] = co * u + s * v;
+    b[i] = -s * u + co * v;
+  }
+}
+
+}  // namespace
+
 template <class T>
 void rotations_right(int nrows, int k, const T* cs, T* C, int ldc) {
-  // One rotation at a time over the rows: two contiguous columns, the second of which the next
-  // rotation reads again.
-  for (int j = 0; j < k; ++j) {
-    const T co = cs[2 * j], s = cs[2 * j + 1];
-    T* a = C + std::size_t(j) * ldc;
-    T* b = a + ldc;
-    for (int i = 0; i < nrows; ++i) {
-      const T u = a[i], v = b[i];
-      a[i] = co * u + s * v;
-      b[i] = -s * u + co * v;
-    }
-  }
+  for (int j = 0; j < k; ++j) rotate_columns(nrows, j, cs, C, ldc);
 }
 
 template <class T>
@@ -86,16 +88,8 @@ void sweep_up_left(int k, int ncols, const T* cs, T* C, int ldc) {
 
 template <class T>
 void sweep_up_right(int nrows, int k, const T* cs, T* C, int ldc) {
-  for (int i = k; i >= 1; --i) {
-    const T co = cs[2 * i], s = cs[2 * i + 1];
-    T* a = C + std::size_t(i - 1) * ldc;
-    T* b = a + ldc;
-    for (int r = 0; r < nrows; ++r) {
-      const T u = a[r], v = b[r];
-      a[r] = co * u + s * v;
-      b[r] = -s * u + co * v;
-    }
-  }
+  // Rotation i acts on columns i - 1 and i, its (c, s) at cs[2 i].
+  for (int i = k; i >= 1; --i) rotate_columns(nrows, i - 1, cs + 2, C, ldc);
 }
 
 #define TESSERA_INST(T)                                                  \
