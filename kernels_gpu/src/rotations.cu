@@ -60,7 +60,7 @@ __device__ __forceinline__ void take(int from, int to, bool mine, T* col, T& car
 
 // sync[0]: the blocks' ticket (zero at launch); cs all unset at launch.
 template <class T>
-__global__ void __launch_bounds__(block_cols) hessenberg_kernel(int rows, int cols, int k, T* H, int ldh, T* cs,
+__global__ void __launch_bounds__(block_cols) hessenberg_kernel(int cols, int k, T* H, int ldh, T* cs,
                                                                 int* sync) {
   __shared__ int ticket;
   __shared__ T rs[2 * block_cols];
@@ -176,12 +176,10 @@ void launch_lines(const char* kernel, int nlines, std::ptrdiff_t line_step, std:
   detail::check(kernel, "rotations_kernel launch", cudaGetLastError());
 }
 
-// The checks and launch of the four sweeps on lines: from the left, k + 1 rows of ncols columns
-// (ldc); from the right, nrows rows of k + 1 columns.
+// The checks and launch of the four sweeps on n lines of k + 1 entries: from the left, C's n
+// columns (k + 1 rows, ldc); from the right, its n rows (k + 1 columns).
 template <class T>
-void lines(const char* kernel, bool left, bool up, int nrows_or_k, int k_or_ncols, const T* cs, T* C, int ldc,
-           cudaStream_t stream) {
-  const int k = left ? nrows_or_k : k_or_ncols, n = left ? k_or_ncols : nrows_or_k;
+void lines(const char* kernel, bool left, bool up, int k, int n, const T* cs, T* C, int ldc, cudaStream_t stream) {
   detail::require_ge(kernel, "k", k, "0", 0);
   detail::require_ge(kernel, left ? "ncols" : "nrows", n, "0", 0);
   if (k == 0 || n == 0) return;
@@ -216,7 +214,7 @@ void gpu_hessenberg_rotations(int rows, int cols, T* H, int ldh, T* cs, int* syn
     detail::check(kernel, "fill_unset_kernel launch", cudaGetLastError());
   }
   hessenberg_kernel<T><<<static_cast<unsigned>((cols + block_cols - 1) / block_cols), block_cols, 0, stream>>>(
-      rows, cols, k, H, ldh, cs, sync);
+      cols, k, H, ldh, cs, sync);
   detail::check(kernel, "hessenberg_kernel launch", cudaGetLastError());
 }
 
@@ -227,7 +225,7 @@ void gpu_rotations_left(int k, int ncols, const T* cs, T* C, int ldc, cudaStream
 
 template <class T>
 void gpu_rotations_right(int nrows, int k, const T* cs, T* C, int ldc, cudaStream_t stream) {
-  lines("gpu_rotations_right", false, false, nrows, k, cs, C, ldc, stream);
+  lines("gpu_rotations_right", false, false, k, nrows, cs, C, ldc, stream);
 }
 
 template <class T>
@@ -237,7 +235,7 @@ void gpu_sweep_up_left(int k, int ncols, const T* cs, T* C, int ldc, cudaStream_
 
 template <class T>
 void gpu_sweep_up_right(int nrows, int k, const T* cs, T* C, int ldc, cudaStream_t stream) {
-  lines("gpu_sweep_up_right", false, true, nrows, k, cs, C, ldc, stream);
+  lines("gpu_sweep_up_right", false, true, k, nrows, cs, C, ldc, stream);
 }
 
 #define TESSERA_INST(T)                                                                       \
