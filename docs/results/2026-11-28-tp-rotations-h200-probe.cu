@@ -1,5 +1,5 @@
 // The [R; U] Givens wavefront kernel measured in 2026-11-28-tp-rotations-h200.md (not kept in the library), as
-// it stood in calls 5-7, and the program that timed it per thread block (%globaltimer). Built with
+// it stood in calls 6-7, and the program that timed it per thread block (%globaltimer). Built with
 // nvcc -O3 -std=c++20 -arch=sm_90 against kernels_gpu/src (check.hpp, rotation.cuh) of main at 4b65353,
 // -DTPROT_ROTS_AHEAD=3 -DTPROT_BATCH=4 [-DTPROT_NO_COPY | -DTPROT_NO_FENCE | -DTPROT_NO_SHFL].
 
