@@ -1,6 +1,6 @@
 #pragma once
 // Small helpers of the kernels' sources: element addressing, the kernels' enums as LAPACK's
-// side/trans characters, and one Givens rotation.
+// side/trans characters, one Givens rotation and its apply to two columns.
 #include <cmath>
 #include <cstddef>
 #include <tessera/kernels_cpu/common.hpp>
@@ -26,6 +26,17 @@ inline void make_rotation(T a, T b, T& c, T& s, T& r) {
   r = std::hypot(a, b);
   c = a / r;
   s = b / r;
+}
+
+// (x, y) := (c x + s y, -s x + c y) over n entries: a rotation of two contiguous columns (or rows
+// stored as columns), the CPUs' applies of a rotation to another matrix.
+template <class T>
+inline void rotate_pair(int n, T c, T s, T* x, T* y) {
+  for (int i = 0; i < n; ++i) {
+    const T u = x[i], v = y[i];
+    x[i] = c * u + s * v;
+    y[i] = -s * u + c * v;
+  }
 }
 
 }  // namespace tessera::kernels::detail

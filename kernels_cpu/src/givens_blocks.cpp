@@ -7,6 +7,8 @@
 #include <thread>
 #include <vector>
 
+#include "detail.hpp"
+
 namespace tessera::kernels {
 
 namespace {
@@ -26,12 +28,7 @@ void one_block(const givens_plan& plan, int t, const T* cs, T* S) {
       const T c = cs[2 * (std::size_t(j) * plan.L + i)], s = cs[2 * (std::size_t(j) * plan.L + i) + 1];
       if (s == T(0) && c == T(1)) continue;
       T* x = S + std::size_t(i - 1 - r0) * bw;
-      T* y = x + bw;
-      for (int k = 0; k < n; ++k) {
-        const T a = x[k], b = y[k];
-        x[k] = c * a + s * b;
-        y[k] = -s * a + c * b;
-      }
+      detail::rotate_pair(n, c, s, x, x + bw);
     }
   }
 }

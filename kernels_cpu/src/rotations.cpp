@@ -55,14 +55,8 @@ namespace {
 // reads again.
 template <class T>
 void rotate_columns(int nrows, int j, const T* cs, T* C, int ldc) {
-  const T co = cs[2 * j], s = cs[2 * j + 1];
   T* a = C + std::size_t(j) * ldc;
-  T* b = a + ldc;
-  for (int i = 0; i < nrows; ++i) {
-    const T u = a[i], v = b[i];
-    a[i] = co * u + s * v;
-    b[i] = -s * u + co * v;
-  }
+  detail::rotate_pair(nrows, cs[2 * j], cs[2 * j + 1], a, a + ldc);
 }
 
 }  // namespace
