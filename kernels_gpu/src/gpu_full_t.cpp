@@ -32,7 +32,9 @@ void require_lwork(const char* kernel, std::size_t lwork, std::size_t need) {
 
 }  // namespace
 
-std::size_t gpu_full_t_step_workspace_size(int k, int w) { return 3 * elems(k, w); }
+std::size_t gpu_full_t_step_workspace_size(int m, int k, int w) {
+  return elems(m - k, w) + elems(k, w);
+}
 
 template <class T>
 void gpu_full_t_step(int m, int k, int w, const T* A, int lda, const T* Tkk, int ldt, T* ST, int ldst, T* work,
@@ -44,51 +46,39 @@ void gpu_full_t_step(int m, int k, int w, const T* A, int lda, const T* Tkk, int
   require_ge(kernel, "lda", lda, "max(1, m)", at_least_1(m));
   require_ge(kernel, "ldst", ldst, "max(1, m)", at_least_1(m));
   require_ge(kernel, "ldt", ldt, "max(1, w)", at_least_1(w));
-  require_lwork(kernel, lwork, gpu_full_t_step_workspace_size(k, w));
+  require_lwork(kernel, lwork, gpu_full_t_step_workspace_size(m, k, w));
   require_ptr(kernel, "handle", handle);
   if (w == 0) return;
   require_ptr(kernel, "A", A);
   require_ptr(kernel, "Tkk", Tkk);
   require_ptr(kernel, "ST", ST);
+  require_ptr(kernel, "work", work);
 
   detail::host_pointer_mode mode(kernel, handle);
   const cudaStream_t s = detail::stream_of(kernel, handle);
-  const int mb = m - k - w;
-  const T* v = at(A, lda, k, k);   // L (w x w unit lower), then V_bot (mb x w)
-  T* s_top = at(ST, ldst, k, 0);   // S(k:k+w, 0:k)
-  T* s_bot = at(ST, ldst, k + w, 0);
+  const int mk = m - k, mb = mk - w;
+  const T* v = at(A, lda, k, k);   // V_k: w x w unit lower triangle over V_bot (mb x w)
+  T* s_k = at(ST, ldst, k, 0);     // S(k:m, 0:k)
   T* t12 = at(ST, ldst, 0, k);     // T(0:k, k:k+w)
+  // V_k with its triangle's zeros and ones written out, so that each product with it is one GEMM
+  // (five calls a step instead of nine with TRMMs and transposes for the triangle; as fast on an
+  // H200 at 8192-32768: docs/results/2026-11-28-full-t-steps-h200.md).
+  T* Vc = work;                    // (m-k) x w, ld m-k
+  detail::unit_lower_copy(kernel, mk, w, v, lda, Vc, mk, s);
   if (k > 0) {
-    require_ptr(kernel, "work", work);
-    T* X = work;                   // k x w, ld k
-    T* Y = work + elems(k, w);     // w x k, ld w
-    T* LY = Y + elems(k, w);       // w x k, ld w: TRMMs out of place (in place is 3-5x slower in cuBLAS)
+    T* X = Vc + elems(mk, w);      // k x w, ld k
     using cublas::check;
-    // X = S(k:m, 0:k)^T V_k: Y = L^T S_top (TRMM), X = S_bot^T V_bot (GEMM), X += Y^T.
-    check(kernel, "trmm (Y = L^T S_top)",
-          cublas::trmm(handle, left, lower, Tr, unit, w, k, T(1), v, lda, s_top, ldst, Y, w));
-    if (mb > 0)
-      check(kernel, "gemm (X = S_bot^T V_bot)",
-            cublas::gemm(handle, Tr, N, k, w, mb, T(1), s_bot, ldst, v + w, lda, T(0), X, k));
-    else  // the last panel of a square matrix: no rows below its triangle
-      detail::check(kernel, "cudaMemsetAsync (X = 0)", cudaMemsetAsync(X, 0, sizeof(T) * elems(k, w), s));
-    check(kernel, "geam (X += Y^T)", cublas::geam(handle, Tr, N, k, w, T(1), Y, w, T(1), X, k, X, k));
-    // T12 = -X Tkk, straight into ST.
+    check(kernel, "gemm (X = S(k:m, 0:k)^T V_k)",
+          cublas::gemm(handle, Tr, N, k, w, mk, T(1), s_k, ldst, Vc, mk, T(0), X, k));
     check(kernel, "trmm (T12 = -X Tkk)",
           cublas::trmm(handle, right, upper, N, non_unit, k, w, T(-1), Tkk, ldt, X, k, t12, ldst));
-    // S(k:m, 0:k) += V_k T12^T: the bottom by a GEMM, the top through L.
-    if (mb > 0)
-      check(kernel, "gemm (S_bot += V_bot T12^T)",
-            cublas::gemm(handle, N, Tr, mb, k, w, T(1), v + w, lda, t12, ldst, T(1), s_bot, ldst));
-    check(kernel, "geam (Y = T12^T)", cublas::geam(handle, Tr, Tr, w, k, T(1), t12, ldst, T(0), t12, ldst, Y, w));
-    check(kernel, "trmm (LY = L Y)", cublas::trmm(handle, left, lower, N, unit, w, k, T(1), v, lda, Y, w, LY, w));
-    check(kernel, "geam (S_top += LY)",
-          cublas::geam(handle, N, N, w, k, T(1), s_top, ldst, T(1), LY, w, s_top, ldst));
+    check(kernel, "gemm (S(k:m, 0:k) += V_k T12^T)",
+          cublas::gemm(handle, N, Tr, mk, k, w, T(1), Vc, mk, t12, ldst, T(1), s_k, ldst));
   }
   // S(k+w:m, k:k+w) = V_bot Tkk^T, then the diagonal block.
   if (mb > 0)
     cublas::check(kernel, "trmm (S_k = V_bot Tkk^T)",
-                  cublas::trmm(handle, right, upper, Tr, non_unit, mb, w, T(1), Tkk, ldt, v + w, lda,
+                  cublas::trmm(handle, right, upper, Tr, non_unit, mb, w, T(1), Tkk, ldt, Vc + w, mk,
                                at(ST, ldst, k + w, k), ldst));
   detail::st_diagonal_block(kernel, w, v, lda, Tkk, ldt, at(ST, ldst, k, k), ldst, s);
 }

@@ -207,7 +207,7 @@ class blocked_qr {
     const T* a = _da;
     const T* tk = t_block(k);
     T* st = _dst;
-    const std::size_t lwork = kernels::gpu_full_t_step_workspace_size(r0, w);
+    const std::size_t lwork = kernels::gpu_full_t_step_workspace_size(m, r0, w);
     auto b = _rt.task([=](task_context& ctx) {
       kernels::gpu_full_t_step(m, r0, w, a, ldda, tk, lddt, st, lddst, static_cast<T*>(ctx.scratch(0)), lwork,
                                blas_of(ctx));

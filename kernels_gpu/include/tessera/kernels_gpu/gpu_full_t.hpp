@@ -7,13 +7,13 @@
 
 namespace tessera::kernels {
 
-// Elements of work gpu_full_t_step needs: 3 * k * w.
-std::size_t gpu_full_t_step_workspace_size(int k, int w);
+// Elements of work gpu_full_t_step needs: (m - k) * w + k * w.
+std::size_t gpu_full_t_step_workspace_size(int m, int k, int w);
 
 // Step k of the seed 001's Algorithm 1 (see core_full_t_step): columns k..k+w-1's reflectors (V
-// in A(k:m, k:k+w), their T in Tkk) join the first k in ST. Two GEMMs with inner dimension m - k
-// and w, TRMMs for V's triangle and Tkk, one small kernel for the diagonal block; all on the
-// handle's stream.
+// in A(k:m, k:k+w), their T in Tkk) join the first k in ST. V_k copied with its triangle written
+// out, two GEMMs with inner dimensions m - k and w, TRMMs by Tkk, one small kernel for the
+// diagonal block; all on the handle's stream.
 template <class T>
 void gpu_full_t_step(int m, int k, int w, const T* A, int lda, const T* Tkk, int ldt, T* ST, int ldst, T* work,
                      std::size_t lwork, cublasHandle_t handle);
