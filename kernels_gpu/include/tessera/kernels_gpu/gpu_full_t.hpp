@@ -7,7 +7,7 @@
 
 namespace tessera::kernels {
 
-// Elements of work gpu_full_t_step needs: (m - k) * w + k * w.
+// Elements of work gpu_full_t_step needs: (m - k) * w for its copy of V_k, k * w for X.
 std::size_t gpu_full_t_step_workspace_size(int m, int k, int w);
 
 // Step k of the seed 001's Algorithm 1 (see core_full_t_step): columns k..k+w-1's reflectors (V
