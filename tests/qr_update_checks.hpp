@@ -274,7 +274,8 @@ void every_update(qr::target on) {
           case op::delete_rows: smax = n - m; break;
           case op::rank: smax = m; break;
         }
-        for (int s : {1, 5, smax}) {
+        // Rank 35: r dense rows over R's triangle, taken as inserted rows where n - m >= 35 (90 x 53).
+        for (int s : {1, 5, o == op::rank ? 35 : 0, smax}) {
           if (s < 1 || s > smax) continue;
           // Positions: 0, inside, at the end.
           int kend = 0;

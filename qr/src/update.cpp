@@ -57,7 +57,7 @@ bool one_kernel_panel(target on, int rows, bool single) {
 }
 
 // The width of the block Householder panels: update_options::nb (given) when set, else 64.
-// Deleting columns in the band's form (detail::deletes_by_rows: more than 512, or up to 32 with Q):
+// Deleting columns in the band's form (detail::retriangularize_as_rows: more than 512, or up to 32 with Q):
 // p >= 200 columns on the GPU uses 128, because on the H100 it measured as fast or up to
 // 15% faster at every k and Q mode there while p = 100 was up to 4.5% slower with full Q
 // (docs/results/2026-11-24-qr-update-nb-h100.md). delete_p: the p of a column deletion, else 0.
@@ -345,7 +345,7 @@ void updatable<T>::delete_columns(int k, int p) {
   _s->run([&](auto& st) {
     constexpr bool single = std::is_same_v<typename std::decay_t<decltype(st)>::value_type, float>;
     // The form (update_delete_columns.cpp) and its panel width: inserted rows take adding rows'.
-    const bool as_rows = detail::deletes_by_rows(p, st.mode != q_mode::none);
+    const bool as_rows = detail::retriangularize_as_rows(p, st.mode != q_mode::none);
     const int nb = as_rows ? insert_rows_width(st.nb_given, on, p, single, detail::tp_chains(st, p), st.nb)
                            : panel_width(st.nb_given, on, p, st.mode != q_mode::none, single);
     detail::delete_columns(st, k, p, nb, as_rows);
@@ -408,7 +408,14 @@ void updatable<T>::rank_update(matrix_ref<const T> u, matrix_ref<const T> v) {
   require_shape(fn, "v", v, m, r, where() == target::gpu);
   require_finite_on_device(fn, "u", u, *_s);
   require_finite_on_device(fn, "v", v, *_s);
-  _s->run([&](auto& st) { detail::rank_update(st, u.data, u.ld, v.data, v.ld, r); });
+  const target on = _s->on;
+  _s->run([&](auto& st) {
+    constexpr bool single = std::is_same_v<typename std::decay_t<decltype(st)>::value_type, float>;
+    // The band as r dense rows over R's triangle (update_rank_k.cpp), with adding rows' panels.
+    const bool as_rows = detail::rank_band_as_rows(r, n, m);
+    const int nb = as_rows ? insert_rows_width(st.nb_given, on, r, single, detail::tp_chains(st, r), st.nb) : st.nb;
+    detail::rank_update(st, u.data, u.ld, v.data, v.ld, r, as_rows, nb);
+  });
 }
 
 template <class T>

@@ -3,15 +3,12 @@
 // k .. cols change, so the cost does not depend on the number of rows except through Q, and
 // Q-less and thin-Q modes are enough.
 //
-// Two forms, as_rows chosen by the caller (deletes_by_rows, from measurements). The band's:
+// Two forms, as_rows chosen by the caller (retriangularize_as_rows, from measurements). The band's:
 // structured Householder panels of (nb + p) x nb (the seed's Figure 7), or for one column a
 // Givens sweep (band_retriangularize). The rows': with
 // s = cols - k - p columns right of
-// the block, R(k:k+p, k:k+s) is dense and R(k+p:cols, k:k+s) is the old R's trailing triangle, so
-// moving the p dense rows below the triangle (and Q's columns and D's rows with them) leaves
-// [triangle; p rows], which tp_retriangularize factors as inserting rows does: the same flops as
-// the band's panels, and on the GPU one persistent kernel for all of R's panels instead of a
-// launch or more a panel.
+// the block, R(k:k+p, k:k+s) is dense and R(k+p:cols, k:k+s) is the old R's trailing triangle:
+// rows_retriangularize's [p dense rows; triangle].
 #include "update_state.hpp"
 
 namespace tessera::qr::detail {
@@ -31,39 +28,7 @@ void delete_columns(update_state<B, T>& st, int k, int p, int nb, bool as_rows) 
     st.end();
     return;
   }
-  // The dense rows to the panels' U (see tp_retriangularize), the triangle up into their place,
-  // zeros below it.
-  tp_workspace(st, s, p, nb);
-  be.copy(lane_r, p, s, st.R(k, k), st.ldr, st.panels.data() + nb, nb + p);
-  move_back(be, lane_r, true, s, s, p, st.R(k, k), st.ldr, st.spare_r);
-  be.zero(lane_r, p, s, st.R(k + s, k), st.ldr);
-  // D's rows and Q's columns in the same order: the dense rows' p aside, the triangle's moved up.
-  T *d2 = nullptr, *q2 = nullptr;
-  if (st.nrhs > 0) {
-    be.ensure(st.spare_d, std::size_t(p) * st.nrhs);
-    d2 = st.spare_d.data();
-    be.copy(lane_r, p, st.nrhs, st.D(k, 0), st.ldd, d2, p);
-    move_back(be, lane_r, true, s, st.nrhs, p, st.D(k, 0), st.ldd, st.in_b);
-  }
-  const bool q = st.mode != q_mode::none;
-  if (q) {
-    be.ensure(st.spare_q, std::size_t(st.n) * p);
-    q2 = st.spare_q.data();
-    be.copy(lane_q, st.n, p, st.Q(0, k), st.ldq, q2, st.n);
-    // Q's columns are the most data here (rows x s): moved once, in pieces of p columns.
-    move_back(be, lane_q, false, s, st.n, p, st.Q(0, k), st.ldq, st.xbuf, 64);
-  }
-  tp_retriangularize(st, s, p, nb, st.R(k, k), st.ldr, d2 ? st.D(k, 0) : nullptr, st.ldd, d2, p,
-                     q ? st.Q(0, k) : nullptr, st.ldq, q2, st.n);
-  // The set-aside rows' and columns' images follow the triangle's (with full Q; in thin and Q-less
-  // modes they are residual components, no longer kept).
-  if (st.mode == q_mode::full) {
-    if (d2) {
-      be.dep(lane_r, lane_d);  // D is done on lane R or lane D
-      be.copy(lane_d, p, st.nrhs, d2, p, st.D(k + s, 0), st.ldd);
-    }
-    be.copy(lane_q, st.n, p, q2, st.n, st.Q(0, k + s), st.ldq);
-  }
+  rows_retriangularize(st, k, s, p, nb);
   st.end();
 }
 

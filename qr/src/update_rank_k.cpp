@@ -1,15 +1,18 @@
 // A := A + U V^T (tessera/qr/update.hpp), qrupdate's qr1up in blocks. W = Q^T U: a blocked
 // Householder QR compresses its rows below cols (R is zero there), r Givens sweeps bring the
 // rest to an r x r triangle in rows 0..r (each sweep adds a subdiagonal to R), then
-// R(0:r, :) += W(0:r, :) V^T and the band of r subdiagonals is made triangular again by
-// (nb + r) x nb Householder panels, as for deleting columns (r = 1: R is upper Hessenberg, and
-// one Givens sweep does it, as in qrupdate's qr1up). Needs the full Q.
+// R(0:r, :) += W(0:r, :) V^T and the band of r subdiagonals is made triangular again, as for
+// deleting columns: where W had r rows below m (L = m + r), R's rows r .. m + r are an m x m
+// triangle under r dense rows, which as_rows takes as inserted rows (rows_retriangularize, panels
+// of nb_rows); otherwise (n - m < r) by (nb + r) x nb Householder panels (r = 1: R is upper
+// Hessenberg, and one Givens sweep does it, as in qrupdate's qr1up). Needs the full Q.
 #include "update_state.hpp"
 
 namespace tessera::qr::detail {
 
 template <class B, class T>
-void rank_update(update_state<B, T>& st, const T* u, int ldu, const T* v, int ldv, int r) {
+void rank_update(update_state<B, T>& st, const T* u, int ldu, const T* v, int ldv, int r, bool as_rows,
+                 int nb_rows) {
   auto& be = st.be;
   const int n = st.n, m = st.m, pp = std::min(r, n - m), L = m + pp;
   st.begin();
@@ -37,12 +40,13 @@ void rank_update(update_state<B, T>& st, const T* u, int ldu, const T* v, int ld
   // W is upper triangular now: R(0:rr, :) += W(0:rr, 0:r) V^T.
   const int rr = std::min(r, L);
   be.gemm(lane_r, 'N', 'T', rr, m, r, T(1), W, n, st.in_v.data(), m, T(1), st.R(0, 0), st.ldr);
-  band_retriangularize(st, 0, L, std::min(r, L - 1), st.nb);
+  if (as_rows && pp == r) rows_retriangularize(st, 0, m, r, nb_rows);
+  else band_retriangularize(st, 0, L, std::min(r, L - 1), st.nb);
   st.end();
 }
 
 #define TESSERA_INST(B, T) \
-  template void rank_update<B, T>(update_state<B, T>&, const T*, int, const T*, int, int);
+  template void rank_update<B, T>(update_state<B, T>&, const T*, int, const T*, int, int, bool, int);
 TESSERA_UPDATE_INSTANTIATE(TESSERA_INST)
 
 }  // namespace tessera::qr::detail

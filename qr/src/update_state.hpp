@@ -434,6 +434,48 @@ void tp_retriangularize(update_state<B, T>& st, int m, int p, int nb, T* Rs, int
   }
 }
 
+// R(k:k+p, k:k+s) dense over R(k+p:k+p+s, k:k+s) upper triangular (R's columns left of k
+// triangular already, none right of k + s = cols): made triangular again as [triangle; p rows],
+// which tp_retriangularize factors as adding rows does. The dense rows go to its panels' U, the
+// triangle up into their place (zeros below it), D's rows and Q's columns in the same order; with
+// the full Q, the set-aside rows' and columns' images follow the triangle's (in thin and Q-less
+// modes they are residual components, no longer kept). Deleting columns leaves this shape, and so
+// does a rank-r update's band once its r sweeps and the product are done (k = 0, p = r). The flops
+// are the band's panels'; on the GPU one persistent kernel takes every panel of R instead of a
+// launch or more a panel.
+template <class B, class T>
+void rows_retriangularize(update_state<B, T>& st, int k, int s, int p, int nb) {
+  auto& be = st.be;
+  tp_workspace(st, s, p, nb);
+  be.copy(lane_r, p, s, st.R(k, k), st.ldr, st.panels.data() + nb, nb + p);
+  move_back(be, lane_r, true, s, s, p, st.R(k, k), st.ldr, st.spare_r);
+  be.zero(lane_r, p, s, st.R(k + s, k), st.ldr);
+  T *d2 = nullptr, *q2 = nullptr;
+  if (st.nrhs > 0) {
+    be.ensure(st.spare_d, std::size_t(p) * st.nrhs);
+    d2 = st.spare_d.data();
+    be.copy(lane_r, p, st.nrhs, st.D(k, 0), st.ldd, d2, p);
+    move_back(be, lane_r, true, s, st.nrhs, p, st.D(k, 0), st.ldd, st.in_b);
+  }
+  const bool q = st.mode != q_mode::none;
+  if (q) {
+    be.ensure(st.spare_q, std::size_t(st.n) * p);
+    q2 = st.spare_q.data();
+    be.copy(lane_q, st.n, p, st.Q(0, k), st.ldq, q2, st.n);
+    // Q's columns are the most data here (rows x s): moved once, in pieces of p columns.
+    move_back(be, lane_q, false, s, st.n, p, st.Q(0, k), st.ldq, st.xbuf, 64);
+  }
+  tp_retriangularize(st, s, p, nb, st.R(k, k), st.ldr, d2 ? st.D(k, 0) : nullptr, st.ldd, d2, p,
+                     q ? st.Q(0, k) : nullptr, st.ldq, q2, st.n);
+  if (st.mode == q_mode::full) {
+    if (d2) {
+      be.dep(lane_r, lane_d);  // D is done on lane R or lane D
+      be.copy(lane_d, p, st.nrhs, d2, p, st.D(k + s, 0), st.ldd);
+    }
+    be.copy(lane_q, st.n, p, q2, st.n, st.Q(0, k + s), st.ldq);
+  }
+}
+
 // Where the rotations of a strip go: rows [off, off + L) of R (columns from col_lo(row) to
 // col_end) and of D, columns [off, off + L) of Q.
 struct givens_targets {
@@ -568,15 +610,22 @@ int givens_block_width(int p) {
   return B::on_gpu && p <= 32 ? 128 : p <= 128 ? 64 : 32;
 }
 
-// Which form deletes p columns (update_delete_columns.cpp): inserted rows in another order from
-// 2 columns without Q and from 33 with Q, up to rows_form_max; else the band's panels, one
-// column by a Givens sweep. On the H100 (6000 x 3000, double and single, k = 0 .. 2500) the rows
-// form was 1.1-2.1x faster in those ranges, and slower with Q up to 32 columns (the band's panels
-// are then one kernel each on R, D and Q: 1.1-1.7x at k >= 2000) and beyond 512 (1.1-1.2x in
-// double) (docs/results/2026-11-27-delete-columns-as-rows-h100.md); one column: the sweep
-// (docs/results/2026-11-28-hessenberg-sweep-h200.md).
+// Which form re-triangularizes p dense rows over a triangle (deleting p columns,
+// update_delete_columns.cpp; a rank-p update's band, update_rank_k.cpp): rows_retriangularize from
+// 2 rows without Q and from 33 with Q, up to rows_form_max; else the band's panels, one row by a
+// Givens sweep. Measured on deletions, on the H100 (6000 x 3000, double and single, k = 0 .. 2500):
+// the rows form was 1.1-2.1x faster in those ranges, and slower with Q up to 32 columns (the
+// band's panels are then one kernel each on R, D and Q: 1.1-1.7x at k >= 2000) and beyond 512
+// (1.1-1.2x in double) (docs/results/2026-11-27-delete-columns-as-rows-h100.md); one column: the
+// sweep (docs/results/2026-11-28-hessenberg-sweep-h200.md).
 inline constexpr int rows_form_max = 512;  // kernels::gpu_tpqrt_chain_max_rows: its persistent kernel
-inline bool deletes_by_rows(int p, bool q_kept) { return p > 1 && p <= rows_form_max && (!q_kept || p > 32); }
+inline bool retriangularize_as_rows(int p, bool q_kept) { return p > 1 && p <= rows_form_max && (!q_kept || p > 32); }
+// A rank-r update of an n x m R (full Q): its band is r dense rows over an m x m triangle when
+// n - m >= r, and rows_retriangularize then was as fast as the band's panels or faster at every
+// rank measured from 2 to 256 (H200, 8000 x 3000, both precisions: rank 64 in double 10.9-11.0
+// -> 7.1-7.3 ms, rank 24 6.9 -> 6.1-6.2, rank 8 5.6 either way;
+// docs/results/2026-11-29-rank-k-as-rows-h200.md). Rank 1 keeps the Givens sweep.
+inline bool rank_band_as_rows(int r, int n, int m) { return r > 1 && r <= rows_form_max && r <= n - m; }
 
 // The algorithms, one per file (qr/src/update_*.cpp); arguments checked by the caller.
 template <class B, class T> void delete_columns(update_state<B, T>&, int k, int p, int nb, bool as_rows);
@@ -585,7 +634,7 @@ template <class B, class T> void insert_rows(update_state<B, T>&, int k, const T
                                              const T* bu, int ldbu, int nb);
 template <class B, class T> void delete_rows(update_state<B, T>&, int k, int p);
 template <class B, class T> void rank_update(update_state<B, T>&, const T* u, int ldu, const T* v,
-                                             int ldv, int r);
+                                             int ldv, int r, bool as_rows, int nb_rows);
 
 }  // namespace tessera::qr::detail
 
