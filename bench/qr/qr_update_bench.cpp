@@ -462,6 +462,10 @@ int main(int argc, char** argv) {
   app.add_option("--dc-p", dc_p, "the numbers of columns the column deletions delete (the seed's: 100,200,500)")
       ->delimiter(',')
       ->check(CLI::Range(1, 2999));
+  std::vector<int> rk_r{1, 16, 64};
+  app.add_option("--rk-r", rk_r, "the ranks of the rank-k updates of 8000 x 3000 (1,16,64)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 3000));
   int scale = 1;
   app.add_option("--reps", bench_reps, "time each GPU update this many times from fresh factors, keep the best")
       ->check(CLI::Range(1, 100));
@@ -508,7 +512,7 @@ int main(int argc, char** argv) {
         cases.push_back({"dr", 12000, m, 0, p, qm::full, m == 6000 && p == 20});
   // Rank-k updates of 8000 x 3000.
   if (want("rk"))
-    for (int r : quick ? std::vector<int>{16} : std::vector<int>{1, 16, 64})
+    for (int r : quick ? std::vector<int>{16} : rk_r)
       cases.push_back({"rk", 8000, 3000, 0, r, qm::full, r <= 16});
   if (!cases_filter.empty())
     std::erase_if(cases, [&](const bench_case& c) {
