@@ -78,16 +78,18 @@ struct update_state {
 
 // Moves a block toward its buffer's start by `shift` rows (rows: len rows of `extent` columns) or
 // columns (len columns of `extent` rows): its source is dst + shift rows or columns. In pieces of
-// at most `shift` from the start, so that no piece's source and destination overlap, or through
-// tmp where that would take more than `pieces` of them (each piece is a call; the round trip
-// moves the block twice).
+// at most `shift` from the start, so that no piece's source and destination overlap; on the GPU
+// through tmp where that would take more than `pieces` of them (each piece is a call; the round
+// trip moves the block twice). The CPUs always go in pieces: a call costs them nothing, and tmp
+// (as large as the block) cost a first update there more than its work (a rank-8 update of
+// 4000 x 1500 on the 2-core VM: 0.36-0.38 s against 0.07-0.08 s for the next one).
 template <class B, class T>
 void move_back(B& be, int lane, bool rows, int len, int extent, int shift, T* dst, int ld,
                typename B::template buffer<T>& tmp, int pieces = 4) {
   if (len <= 0 || extent <= 0) return;
   const std::size_t step = rows ? 1 : std::size_t(ld);  // one row or one column
   const T* src = dst + step * shift;
-  if (static_cast<long long>(len) <= static_cast<long long>(pieces) * shift) {
+  if (!B::on_gpu || static_cast<long long>(len) <= static_cast<long long>(pieces) * shift) {
     for (int c = 0; c < len; c += shift) {
       const int w = std::min(shift, len - c);
       const std::size_t o = step * c;
@@ -624,7 +626,9 @@ inline bool retriangularize_as_rows(int p, bool q_kept) { return p > 1 && p <= r
 // n - m >= r, and rows_retriangularize then was as fast as the band's panels or faster at every
 // rank measured from 2 to 256 (H200, 8000 x 3000, both precisions: rank 64 in double 10.9-11.0
 // -> 7.1-7.3 ms, rank 24 6.9 -> 6.1-6.2, rank 8 5.6 either way;
-// docs/results/2026-11-29-rank-k-as-rows-h200.md). Rank 1 keeps the Givens sweep.
+// docs/results/2026-11-29-rank-k-as-rows-h200.md); on the 2-core VM's CPUs (4000 x 1500) as fast
+// or faster from the second update on, a first rank-8 update 0.10-0.11 s against 0.09-0.10 s.
+// Rank 1 keeps the Givens sweep.
 inline bool rank_band_as_rows(int r, int n, int m) { return r > 1 && r <= rows_form_max && r <= n - m; }
 
 // The algorithms, one per file (qr/src/update_*.cpp); arguments checked by the caller.
