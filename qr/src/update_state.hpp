@@ -627,7 +627,7 @@ inline bool retriangularize_as_rows(int p, bool q_kept) { return p > 1 && p <= r
 // rank measured from 2 to 256 (H200, 8000 x 3000, both precisions: rank 64 in double 10.9-11.0
 // -> 7.1-7.3 ms, rank 24 6.9 -> 6.1-6.2, rank 8 5.6 either way;
 // docs/results/2026-11-29-rank-k-as-rows-h200.md); on the 2-core VM's CPUs (4000 x 1500) as fast
-// or faster from the second update on, a first rank-8 update 0.10-0.11 s against 0.09-0.10 s.
+// or faster from the second update on (a first one up to 8% slower at rank 128).
 // Rank 1 keeps the Givens sweep.
 inline bool rank_band_as_rows(int r, int n, int m) { return r > 1 && r <= rows_form_max && r <= n - m; }
 
