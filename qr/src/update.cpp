@@ -84,6 +84,13 @@ int insert_rows_width(int given, target on, int p, bool single, int chains, int 
 #endif
   return one_kernel_panel(on, 32 + p, single) ? 32 : otherwise;
 }
+// insert_rows_width for p rows of an update's state (adding rows, and the forms that go as added
+// rows: deleting columns, a rank-k update's band).
+template <class St>
+int insert_rows_width(const St& st, target on, int p) {
+  constexpr bool single = std::is_same_v<typename St::value_type, float>;
+  return insert_rows_width(st.nb_given, on, p, single, detail::tp_chains(st, p), st.nb);
+}
 
 template <class T>
 void require_host(const char* fn, const char* arg, matrix_ref<const T> a) {
@@ -346,8 +353,8 @@ void updatable<T>::delete_columns(int k, int p) {
     constexpr bool single = std::is_same_v<typename std::decay_t<decltype(st)>::value_type, float>;
     // The form (update_delete_columns.cpp) and its panel width: inserted rows take adding rows'.
     const bool as_rows = detail::retriangularize_as_rows(p, st.mode != q_mode::none);
-    const int nb = as_rows ? insert_rows_width(st.nb_given, on, p, single, detail::tp_chains(st, p), st.nb)
-                           : panel_width(st.nb_given, on, p, st.mode != q_mode::none, single);
+    const int nb =
+        as_rows ? insert_rows_width(st, on, p) : panel_width(st.nb_given, on, p, st.mode != q_mode::none, single);
     detail::delete_columns(st, k, p, nb, as_rows);
   });
 }
@@ -379,8 +386,7 @@ void updatable<T>::insert_rows(int k, matrix_ref<const T> u, matrix_ref<const T>
   require_finite_on_device(fn, "u", u, *_s);
   if (nr > 0) require_finite_on_device(fn, "bu", bu, *_s);
   _s->run([&](auto& st) {
-    constexpr bool single = std::is_same_v<typename std::decay_t<decltype(st)>::value_type, float>;
-    const int nb = insert_rows_width(st.nb_given, on, p, single, detail::tp_chains(st, p), st.nb);
+    const int nb = insert_rows_width(st, on, p);
     detail::insert_rows(st, k, u.data, u.ld, p, bu.data, bu.ld, nb);
   });
 }
@@ -410,10 +416,9 @@ void updatable<T>::rank_update(matrix_ref<const T> u, matrix_ref<const T> v) {
   require_finite_on_device(fn, "v", v, *_s);
   const target on = _s->on;
   _s->run([&](auto& st) {
-    constexpr bool single = std::is_same_v<typename std::decay_t<decltype(st)>::value_type, float>;
     // The band as r dense rows over R's triangle (update_rank_k.cpp), with adding rows' panels.
     const bool as_rows = detail::rank_band_as_rows(r, n, m);
-    const int nb = as_rows ? insert_rows_width(st.nb_given, on, r, single, detail::tp_chains(st, r), st.nb) : st.nb;
+    const int nb = as_rows ? insert_rows_width(st, on, r) : st.nb;
     detail::rank_update(st, u.data, u.ld, v.data, v.ld, r, as_rows, nb);
   });
 }
