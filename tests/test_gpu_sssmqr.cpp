@@ -355,13 +355,18 @@ TEST_CASE_TEMPLATE("gpu_tpqrt_chain equals LAPACK TPQRT (nb 32) and TPMQRT", T, 
                                lwork, b.s, s.max_grid, epoch, s.chains));
     b.sync();
     cuda_ok(cudaMemcpy(flags.data(), work.p, sizeof(int) * flags.size(), cudaMemcpyDeviceToHost));
-    CHECK(std::count(flags.begin(), flags.begin() + npanels * chains, epoch == 0 ? 1 : epoch) == npanels * chains);
-    // The progress counters after them are 0 again (a later call's flags may lie there).
-    if (chains > 1) {
-      const int counters = chains * (npanels + (s.nrhs + 31) / 32);
-      const auto first = flags.begin() + npanels * chains;
-      CHECK(std::count(first, first + counters, 0) == counters);
-    }
+    // The workspace (gpu_tpqrt.hpp): the panel flags, then 4 group flags a panel (set where the
+    // chain has a next panel), then the progress counters and the groups' data, 0 again (a later
+    // call's flags may lie there).
+    const int cp = npanels * chains, set = epoch == 0 ? 1 : epoch;
+    CHECK(std::count(flags.begin(), flags.begin() + cp, set) == cp);
+    int groups_set = 0;
+    for (int c = 0; c < chains; ++c)
+      for (int t = 0; t + 1 < npanels; ++t)
+        for (int g = 0; g < 4; ++g) groups_set += flags[std::size_t(cp + 4 * (c * npanels + t) + g)] == set;
+    CHECK(groups_set == 4 * chains * (npanels - 1));
+    const int used = int(gpu_tpqrt_chain_workspace(s.m, s.nrhs, chains) / sizeof(int));  // chains as it forms them
+    CHECK(std::count(flags.begin() + 5 * cp, flags.begin() + used, 0) == used - 5 * cp);
     mat<T> Rg = R, Ug = U, C1g = C1, C2g = C2;
     dR.get(Rg);
     dU.get(Ug);

@@ -14,7 +14,10 @@
 // groups come from one more product at the end, and T from LARFT's recurrence. Columns are
 // equilibrated by powers of two first (equilibrate.hpp), as every other panel kernel is.
 // Slabs wait for panels through flags (release/acquire at device scope); a cooperative launch
-// guarantees that every block is resident, so the waits always end.
+// guarantees that every block is resident, so the waits always end. The slab right after a panel
+// takes it group by group as each group's flag is out (its V, Gram block and taus), so that its
+// apply overlaps the panel's later groups and the panel's T is off the chain's path (H200: the chain
+// 21% shorter; docs/results/2026-11-29-chain-groups-h200.md).
 // With several chains U's rows are split into blocks, each [R; U_c] a chain of its own one panel
 // behind the block above (tpqrt_chain_kernel): a lane's column is r = ceil(p / chains) rows, not
 // p, and the column work, latency-bound, gets shorter with it (the H100: 500 rows to 3000 columns
@@ -70,6 +73,8 @@ __device__ __forceinline__ void dmma(double& d0, double& d1, double a, double b)
 }
 
 
+constexpr int group_data = 72;  // a group's Gram block (8 x 8, row-major) and its 8 taus
+
 template <class T>
 struct chain_args {
   int m, p, nrhs, npanels, nslabs;  // nslabs: the column slabs, [R; U]'s panels then [C1; C2]'s
@@ -83,8 +88,11 @@ struct chain_args {
   T* C2;
   int ldc2;
   T* Tf;
-  int* flags;  // chains x npanels panel flags, then (chains > 1) chains x nslabs progress counters
-  int epoch;   // a panel's flag once it is out
+  int* flags;    // chains x npanels panel flags
+  int* gflags;   // chains x npanels x 4 group flags: panel t's 8-reflector group is out (its V in U)
+  int* prog;     // (chains > 1) chains x nslabs progress counters
+  double* gdata; // chains x npanels x 4 groups: the group's Gram block (8 x 8) and taus (8)
+  int epoch;     // a panel's (or group's) flag once it is out
 
   // Row block c's view: its rows of U and C2, its panels' T and flags (the block's own chain).
   __device__ chain_args chain(int c) const {
@@ -94,9 +102,11 @@ struct chain_args {
     if (C2) v.C2 = C2 + c * rows;
     v.Tf = Tf + static_cast<std::ptrdiff_t>(c) * npanels * 1024;
     v.flags = flags + c * npanels;
+    v.gflags = gflags + 4 * c * npanels;
+    v.gdata = gdata + static_cast<std::ptrdiff_t>(c) * npanels * group_data * 4;
     return v;
   }
-  __device__ int* progress(int c, int s) const { return flags + chains * npanels + c * nslabs + s; }
+  __device__ int* progress(int c, int s) const { return prog + c * nslabs + s; }
 };
 
 // Lane geometry: column `col` of the slab, rows row0 + 8 b + h of [U] (b < QB, h < 2).
@@ -113,6 +123,12 @@ struct lane_geometry {
     row0 = 8 * qb * rq + 2 * k4;
   }
 };
+
+// Spins (thread 0) until *flag has reached `value` (signed difference: the flags carry epochs).
+__device__ __forceinline__ void wait_for(const int* flag, int value) {
+  while (static_cast<int>(static_cast<unsigned>(load_acquire<flag_scope::device_global>(flag)) - static_cast<unsigned>(value)) < 0)
+    __nanosleep(64);
+}
 
 // [top; a] := H_t^T [top; a] for panel t (top: the slab's 32 rows of R or C1 at the panel's rows).
 // Once those rows of top are final, progress (where not null) is set to t + 1.
@@ -238,6 +254,73 @@ __device__ __forceinline__ void vt_times(const double* Vg, const double (&a)[QB]
     for (int h = 0; h < 2; ++h) dmma(acc0, acc1, Vg[vf_index<QB>(L.rq, b, h, L.lane)], a[b][h]);
 }
 
+// [top; a] := H_t^T [top; a] for the chain's panel t just before the slab's own, one group of 8
+// reflectors at a time as factor_panel publishes them (W = top's 8 rows + V_g^T a, the multipliers
+// f by forward substitution with the group's Gram block and taus, top -= f, a -= V_g f): the slab
+// applies the first groups while the later ones are factored, and T, computed after the panel,
+// stays off the chain's path. `above` (row block c - 1's progress here) first, as apply_panel.
+template <class T, int QB>
+__device__ __forceinline__ void apply_panel_groups(const chain_args<T>& g, int t, T* top, int ldtop, int jb,
+                                                   double (&a)[QB][2], double* sm, const lane_geometry& L,
+                                                   const int* above, int* progress) {
+  using S = shape<QB>;
+  double* Vg = sm + S::vf;  // V_g in its owners' fragment order (vf_index)
+  double* Gq = sm + S::gq;  // W's quarters [rq][8][32]
+  double* gs = sm + S::gram;
+  double* ff = sm + S::ff;
+  double* tops = sm + S::rs;  // top's 8 rows of the group [i][32]
+  const int tid = static_cast<int>(threadIdx.x);
+  const T* V = g.U + static_cast<std::ptrdiff_t>(32 * t) * g.ldu;
+  if (tid == 0 && above) wait_for(above, t + 1);
+  for (int grp = 0; grp < 4; ++grp) {
+    if (tid == 0) wait_for(g.gflags + 4 * t + grp, g.epoch);
+    __syncthreads();  // also: the last group's (or apply's) reads of shared memory are done
+    for (int idx = tid; idx < 4 * QB * 2 * 32; idx += threads) {
+      const int ln = idx & 31, h = (idx >> 5) & 1, rb = idx >> 6, b = rb % QB, rq = rb / QB;
+      const int row = 8 * QB * rq + 8 * b + 2 * (ln & 3) + h;
+      Vg[idx] = row < g.p ? static_cast<double>(__ldcg(V + row + static_cast<std::ptrdiff_t>(8 * grp + (ln >> 2)) * g.ldu))
+                          : 0.0;
+    }
+    if (tid < group_data) gs[tid] = __ldcg(g.gdata + (4 * t + grp) * group_data + tid);
+    if (tid < 256) {  // top's 8 rows, a thread an entry (their loads in flight with V's)
+      const int i = tid >> 5, c = tid & 31;
+      tops[tid] = c < jb ? static_cast<double>(top[32 * t + 8 * grp + i + static_cast<std::ptrdiff_t>(c) * ldtop]) : 0.0;
+    }
+    __syncthreads();
+    double acc0, acc1;
+    vt_times<QB>(Vg, a, L, acc0, acc1);
+    Gq[(L.rq * 8 + L.n8) * 32 + 8 * L.cq + 2 * L.k4] = acc0;
+    Gq[(L.rq * 8 + L.n8) * 32 + 8 * L.cq + 2 * L.k4 + 1] = acc1;
+    __syncthreads();
+    if (tid < 32) {
+      double fv[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        double wi = tops[i * 32 + tid] + Gq[i * 32 + tid] + Gq[(8 + i) * 32 + tid] + Gq[(16 + i) * 32 + tid] + Gq[(24 + i) * 32 + tid];
+#pragma unroll
+        for (int k = 0; k < i; ++k) wi = fma(-gs[k * 8 + i], fv[k], wi);
+        fv[i] = tid < jb ? gs[64 + i] * wi : 0.0;
+        ff[i * 32 + tid] = fv[i];
+      }
+      if (tid < jb)
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+          top[32 * t + 8 * grp + i + static_cast<std::ptrdiff_t>(tid) * ldtop] = static_cast<T>(tops[i * 32 + tid] - fv[i]);
+    }
+    __syncthreads();
+    // top's rows of the panel are final here: the row block below may take the panel (the last
+    // warp releases, its wait beside the others' product).
+    if (grp == 3 && progress && tid == threads - 32) store_release<flag_scope::device_global>(progress, t + 1);
+    const double f0 = -ff[L.k4 * 32 + L.col], f1 = -ff[(4 + L.k4) * 32 + L.col];
+    const int h = L.n8 & 1, l0 = 4 * L.k4 + (L.n8 >> 1);
+#pragma unroll
+    for (int b = 0; b < QB; ++b) {
+      dmma(a[b][0], a[b][1], f0, Vg[vf_index<QB>(L.rq, b, h, l0)]);
+      dmma(a[b][0], a[b][1], f1, Vg[vf_index<QB>(L.rq, b, h, l0 + 16)]);
+    }
+  }
+}
+
 // Factor the slab's panel [R's diagonal block; a] (jb columns), write R's block, V (into U) and T,
 // and set the panel's flag. By groups of 8 columns: a group's 4 warps factor its columns (x from
 // its owner lanes through shared memory; one 128-thread barrier a column for the sums), then every
@@ -300,8 +383,15 @@ __device__ __forceinline__ void factor_panel(const chain_args<T>& g, int s, T* t
 
   const int ngroups = (jb + 7) / 8;
   const bool writer = L.rq == 0 && L.k4 == 0;
+  // With a next slab of this chain, each group's V, Gram block and taus go out as soon as the
+  // group is factored (apply_panel_groups); the flag's release by the group's first warp, once
+  // its stores are behind a block barrier, while the later groups work.
+  const bool publish = s + 1 < g.npanels;
+  T* Us = g.U + static_cast<std::ptrdiff_t>(32 * s) * g.ldu;
   for (int grp = 0; grp < ngroups; ++grp) {
     double* Vg = Vf + grp * S::vf_group;
+    if (publish && grp > 0 && L.warp == 4 * (grp - 1) && L.lane == 0)
+      store_release<flag_scope::device_global>(g.gflags + 4 * s + grp - 1, g.epoch);
     if (L.cq == grp) {
       // Reflectors 8 grp .. from alpha = R(j, j) and x = a(:, j) (LARFG as in
       // householder_short.cu: tau = 0 where the remaining column is negligible).
@@ -355,10 +445,24 @@ __device__ __forceinline__ void factor_panel(const chain_args<T>& g, int s, T* t
 #pragma unroll
       for (int b = 0; b < QB; ++b)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) Vg[vf_index<QB>(L.rq, b, h, L.lane)] = a[b][h];
+        for (int h = 0; h < 2; ++h) {
+          Vg[vf_index<QB>(L.rq, b, h, L.lane)] = a[b][h];
+          const int row = L.row0 + 8 * b + h;
+          if (L.col < jb && row < g.p) Us[row + static_cast<std::ptrdiff_t>(L.col) * g.ldu] = static_cast<T>(a[b][h]);
+        }
+      if (publish && L.rq == 0) {  // the writer lanes' Gram entries and taus are this warp's
+        __syncwarp();
+        double* gd = g.gdata + (4 * s + grp) * group_data;
+        for (int idx = L.lane; idx < group_data; idx += 32)
+          gd[idx] = idx < 64 ? gram[(8 * grp + idx / 8) * ld33 + 8 * grp + idx % 8] : taus[8 * grp + idx - 64];
+      }
     }
     __syncthreads();
-    if (8 * (grp + 1) >= jb) break;
+    if (8 * (grp + 1) >= jb) {
+      if (publish && L.warp == 4 * grp && L.lane == 0)
+        store_release<flag_scope::device_global>(g.gflags + 4 * s + grp, g.epoch);
+      break;
+    }
     // The later groups' columns take the group's reflectors: W = R(rows of the group, :) + V^T a ...
     if (L.cq > grp) {
       double acc0, acc1;
@@ -410,7 +514,7 @@ __device__ __forceinline__ void factor_panel(const chain_args<T>& g, int s, T* t
   __syncthreads();
 
   // T by LARFT's recurrence (row l: t_l = tau_l, t_c = -tau_c sum_{l <= k < c} t_k G(k, c)), one
-  // warp two rows; R's block unscaled; V into U.
+  // warp two rows; R's block unscaled (V went into U group by group).
   T* Tt = g.Tf + static_cast<std::ptrdiff_t>(s) * 1024;
   for (int r = 0; r < 2; ++r) {  // rows w and 31 - w: 33 steps a warp
     const int l = r == 0 ? L.warp : 31 - L.warp;
@@ -429,24 +533,9 @@ __device__ __forceinline__ void factor_panel(const chain_args<T>& g, int s, T* t
       top[32 * s + i + static_cast<std::ptrdiff_t>(c) * g.ldr] =
           static_cast<T>(scalbn(Rs[i * ld33 + c], static_cast<int>(expo[c])));
   }
-  T* Us = g.U + static_cast<std::ptrdiff_t>(32 * s) * g.ldu;
-  if (L.col < jb)
-#pragma unroll
-    for (int b = 0; b < QB; ++b)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int row = L.row0 + 8 * b + h;
-        if (row < g.p) Us[row + static_cast<std::ptrdiff_t>(L.col) * g.ldu] = static_cast<T>(a[b][h]);
-      }
   __threadfence();
   __syncthreads();
   if (tid == 0) store_release<flag_scope::device_global>(g.flags + s, g.epoch);
-}
-
-// Spins (thread 0) until *flag has reached `value` (signed difference: the flags carry epochs).
-__device__ __forceinline__ void wait_for(const int* flag, int value) {
-  while (static_cast<int>(static_cast<unsigned>(load_acquire<flag_scope::device_global>(flag)) - static_cast<unsigned>(value)) < 0)
-    __nanosleep(64);
 }
 
 // Slab i is column slab i / chains of row block i % chains: every slab waits only on slabs of
@@ -484,6 +573,10 @@ __global__ void __launch_bounds__(threads, 1) tpqrt_chain_kernel(chain_args<T> a
       }
     const int napply = own ? s : g.npanels;
     for (int t = 0; t < napply; ++t) {
+      if (own && t == s - 1) {
+        apply_panel_groups<T, QB>(g, t, top, ldtop, jb, a, sm, L, above, mine);
+        break;
+      }
       if (tid == 0) {
         wait_for(g.flags + t, g.epoch);
         if (above) wait_for(above, t + 1);
@@ -558,22 +651,22 @@ bool launch_chain(const chain_args<T>& g, int max_grid, bool clear, cudaStream_t
   if (per_sm < 1) return false;
   int grid = std::min(g.nslabs * g.chains, sms * per_sm);
   if (max_grid > 0) grid = std::min(grid, max_grid);
-  if (clear)
-    check(fn, "cudaMemsetAsync (flags)",
-          cudaMemsetAsync(g.flags, 0, sizeof(int) * std::size_t(g.chains) * g.npanels, stream));
+  const std::size_t cp = std::size_t(g.chains) * g.npanels;
+  if (clear)  // panel and group flags
+    check(fn, "cudaMemsetAsync (flags)", cudaMemsetAsync(g.flags, 0, sizeof(int) * 5 * cp, stream));
   if (g.chains > 1)  // the progress counters count from 0 in every call
     check(fn, "cudaMemsetAsync (progress)",
-          cudaMemsetAsync(g.flags + g.chains * g.npanels, 0, sizeof(int) * std::size_t(g.chains) * g.nslabs, stream));
+          cudaMemsetAsync(g.prog, 0, sizeof(int) * std::size_t(g.chains) * g.nslabs, stream));
   chain_args<T> arg = g;
   void* args[] = {&arg};
   check(fn, "cudaLaunchCooperativeKernel",
         cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(static_cast<unsigned>(grid)),
                                     dim3(threads), args, smem, stream));
-  // And cleared after: a later call's panel flags may lie where these counters were, and their
-  // counts (up to the panels' number) would read there as flags already set.
-  if (g.chains > 1)
-    check(fn, "cudaMemsetAsync (progress)",
-          cudaMemsetAsync(g.flags + g.chains * g.npanels, 0, sizeof(int) * std::size_t(g.chains) * g.nslabs, stream));
+  // And the counters and the groups' data cleared after: a later call's flags may lie there, and
+  // counts (up to the panels' number) or doubles would read as flags already set.
+  char* from = reinterpret_cast<char*>(g.prog);
+  check(fn, "cudaMemsetAsync (progress, group data)",
+        cudaMemsetAsync(from, 0, reinterpret_cast<char*>(g.gdata + cp * 4 * group_data) - from, stream));
   return true;
 }
 
@@ -582,10 +675,26 @@ bool launch_chain(const chain_args<T>& g, int max_grid, bool clear, cudaStream_t
 
 namespace tessera::kernels {
 
-std::size_t gpu_tpqrt_chain_workspace(int m, int nrhs, int chains) {
-  const std::size_t panels = std::size_t(m + 31) / 32, slabs = panels + std::size_t(nrhs + 31) / 32;
-  return (std::size_t(chains) * panels + (chains > 1 ? std::size_t(chains) * slabs : 0) + 1) * sizeof(int);
-}
+namespace {
+// The workspace: panel flags and group flags (kept from call to call: they carry epochs), then
+// the progress counters and the groups' data (the call's own: 0 again when it is done, on the
+// stream, so that a later call's flags may lie there).
+struct chain_workspace {
+  std::size_t panels, flags, gflags, prog, gdata, bytes;  // offsets in ints (gdata: in doubles)
+  chain_workspace(int m, int nrhs, int chains) {
+    panels = std::size_t(m + 31) / 32;
+    const std::size_t slabs = panels + std::size_t(nrhs + 31) / 32, c = std::size_t(chains);
+    flags = 0;
+    gflags = c * panels;
+    prog = gflags + 4 * c * panels;
+    const std::size_t ints = prog + (chains > 1 ? c * slabs : 0) + 1;
+    gdata = (ints * sizeof(int) + sizeof(double) - 1) / sizeof(double);
+    bytes = (gdata + c * panels * 4 * detail::group_data) * sizeof(double);
+  }
+};
+}  // namespace
+
+std::size_t gpu_tpqrt_chain_workspace(int m, int nrhs, int chains) { return chain_workspace(m, nrhs, chains).bytes; }
 
 template <class T>
 bool gpu_tpqrt_chain(int m, int p, int nrhs, T* R, int ldr, T* U, int ldu, T* C1, int ldc1, T* C2, int ldc2,
@@ -620,8 +729,19 @@ bool gpu_tpqrt_chain(int m, int p, int nrhs, T* R, int ldr, T* U, int ldu, T* C1
     detail::bad_argument(fn, "lwork", static_cast<long long>(lwork), ">=", "gpu_tpqrt_chain_workspace(m, nrhs, chains)",
                          static_cast<long long>(need));
   const int npanels = (m + 31) / 32;
-  const detail::chain_args<T> g{m,    p,    nrhs, npanels, npanels + (nrhs + 31) / 32, chains, rows, R, ldr, U, ldu,
-                                C1,   ldc1, C2,   ldc2,    Tf, static_cast<int*>(work), epoch > 0 ? epoch : 1};
+  const chain_workspace ws(m, nrhs, chains);
+  int* iw = static_cast<int*>(work);
+  const detail::chain_args<T> g{m,       p,
+                                nrhs,    npanels,
+                                npanels + (nrhs + 31) / 32, chains,
+                                rows,    R,
+                                ldr,     U,
+                                ldu,     C1,
+                                ldc1,    C2,
+                                ldc2,    Tf,
+                                iw + ws.flags, iw + ws.gflags,
+                                iw + ws.prog, static_cast<double*>(work) + ws.gdata,
+                                epoch > 0 ? epoch : 1};
   return detail::with_block(rows, [&](auto qb) {
     return detail::launch_chain<T, decltype(qb)::value>(g, max_grid, epoch == 0, stream);
   });

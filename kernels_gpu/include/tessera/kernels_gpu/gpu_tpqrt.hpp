@@ -16,7 +16,9 @@ namespace tessera::kernels {
 inline constexpr int gpu_tpqrt_chain_max_rows = 512;
 
 // Workspace (bytes) gpu_tpqrt_chain needs for m columns, nrhs right-hand sides and `chains` row
-// blocks: one flag a panel and chain, and with several chains a progress counter a slab and chain.
+// blocks: ints, one flag a panel and chain, then four group flags a panel and chain (its 8-column
+// groups, which the chain's next slab takes as they are out), then with several chains a progress
+// counter a slab and chain; then, 8-byte aligned, each group's Gram block and taus (72 doubles).
 std::size_t gpu_tpqrt_chain_workspace(int m, int nrhs = 0, int chains = 1);
 
 // On `stream`: [R; U] = Q [R'; 0] with Q = H_0 ... H_{m-1}, H_j = I - tau_j [e_j; u_j][e_j; u_j]^T.
@@ -42,8 +44,9 @@ std::size_t gpu_tpqrt_chain_workspace(int m, int nrhs = 0, int chains = 1);
 // reflectors are in its rows of U and panel t's T at T + 1024 (c npanels + t) (npanels =
 // ceil(m / 32)): Q^T = Q_{chains-1}^T ... Q_0^T, which [C1; C2] gets; T needs chains * npanels
 // blocks. The flags above are block 0's (so that another stream can wait for a panel only where
-// chains = 1). The blocks' progress counters, in work after the flags, are 0 again when the call
-// is done (on stream), so that a later call's flags may lie there.
+// chains = 1). The group flags carry the epoch as the panel flags do; the progress counters and
+// the groups' data are 0 again when the call is done (on stream), so that a later call's flags
+// may lie there.
 // Whether gpu_tpqrt_chain runs for p added rows in `chains` blocks on the current device (it
 // returns false where not).
 template <class T>
