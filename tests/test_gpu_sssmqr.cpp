@@ -4,7 +4,7 @@
 // gpu_sssmqr against a loop of TPMQRT over a panel factored by a chain of TPQRT (partial last
 // tile row, kk not a multiple of ib, odd column counts, both T layouts, prepared factors reused
 // over column ranges, A1 with its own leading dimension),
-// gpu_ormqr against GEMQRT, gpu_tpqrt_chain against TPQRT and TPMQRT, plus argument errors. Rows of A1's tile row beyond kk and the padding
+// gpu_ormqr against GEMQRT, gpu_tpqrt_chain against TPQRT and TPMQRT, gpu_shift_upper against a copy, plus argument errors. Rows of A1's tile row beyond kk and the padding
 // of every device matrix must come back untouched. Without a CUDA device: exit 77 (skipped).
 #include <doctest/doctest.h>
 
@@ -23,6 +23,7 @@
 
 #include <tessera/kernels_cpu/blas.hpp>
 #include <tessera/kernels_gpu.hpp>
+#include <tessera/kernels_gpu/gpu_fill.hpp>
 
 #include "gpu_test_util.hpp"
 #include "test_util.hpp"
@@ -614,6 +615,36 @@ TEST_CASE_TEMPLATE("gpu_ormqr equals LAPACK GEMQRT", T, float, double) {
     CHECK(same_outside(G, C, 0, s.m));
   }
   MESSAGE("ormqr: largest relative error " << worst);
+}
+
+// gpu_shift_upper against the same move done entry by entry from a copy (no overlap there): the
+// upper triangle of order s takes the entries (dr, dc) away, everything else (the strict lower
+// part, the sources beyond s, the padding) comes back as it was. Chains of 1 to about 60 entries,
+// several batches of 8 among them, dc = dr (deleting columns) and dc = 0.
+TEST_CASE_TEMPLATE("gpu_shift_upper moves a triangle in place as a copy would", T, float, double) {
+  struct shape { int s, dr, dc; };
+  blas b;
+  for (const shape c : {shape{1, 1, 1}, shape{5, 1, 1}, shape{40, 3, 3}, shape{97, 8, 8}, shape{130, 2, 2},
+                        shape{300, 100, 100}, shape{257, 17, 0}, shape{64, 64, 64}, shape{33, 5, 0}}) {
+    CAPTURE(c.s);
+    CAPTURE(c.dr);
+    CAPTURE(c.dc);
+    mat<T> A(c.s + c.dr, c.s + c.dc, 3);
+    A.randomize();
+    mat<T> want = A;
+    for (int j = 0; j < c.s; ++j)
+      for (int i = 0; i <= j; ++i) want(i, j) = A(i + c.dr, j + c.dc);
+    dev<T> dA(A);
+    gpu_shift_upper<T>(c.s, c.dr, c.dc, dA.p, A.ld, b.s);
+    b.sync();
+    mat<T> got = A;
+    dA.get(got);
+    CHECK(got.a == want.a);
+  }
+  CHECK_THROWS_WITH_AS(gpu_shift_upper<double>(4, 2, 3, nullptr, 8, b.s), doctest::Contains("dr = 2"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(gpu_shift_upper<double>(4, 2, 2, nullptr, 5, b.s), doctest::Contains("lda = 5"),
+                       std::invalid_argument);
 }
 
 TEST_CASE("bad arguments are rejected by name, the handle's pointer mode is kept") {

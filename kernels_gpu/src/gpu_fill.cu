@@ -33,7 +33,46 @@ __global__ void identity_kernel(int p, T* A, int lda) {
     A[r + static_cast<std::size_t>(c) * lda] = (r == c) ? T(1) : T(0);
 }
 
+// Thread (i, j), i < dr: the chain of destinations (i + q dr, j + q dc) while i + q dr <= j + q dc
+// < s, batches of 8 sources loaded before their stores (the first store's entry is the last
+// batch's eighth source, already read).
+template <class T>
+__global__ void shift_upper_kernel(int s, int dr, int dc, T* A, std::size_t lda) {
+  const std::size_t idx = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= std::size_t(dr) * s) return;
+  int i = static_cast<int>(idx % dr), j = static_cast<int>(idx / dr);
+  if (i > j) return;
+  const std::size_t step = std::size_t(dr) + std::size_t(dc) * lda;
+  T* d = A + i + std::size_t(j) * lda;
+  for (;;) {
+    constexpr int batch = 8;
+    T v[batch];
+#pragma unroll
+    for (int q = 0; q < batch; ++q)  // a chain's destinations end at its first one outside
+      if (i + q * dr <= j + q * dc && j + q * dc < s) v[q] = d[(q + 1) * step];
+#pragma unroll
+    for (int q = 0; q < batch; ++q)
+      if (i + q * dr <= j + q * dc && j + q * dc < s) d[q * step] = v[q];
+    if (!(i + batch * dr <= j + batch * dc && j + batch * dc < s)) return;
+    i += batch * dr, j += batch * dc, d += batch * step;
+  }
+}
+
 }  // namespace
+
+template <class T>
+void gpu_shift_upper(int s, int dr, int dc, T* A, int lda, cudaStream_t stream) {
+  constexpr const char* kernel = "gpu_shift_upper";
+  detail::require_ge(kernel, "s", s, "0", 0);
+  detail::require_ge(kernel, "dr", dr, "1", 1);
+  detail::require_ge(kernel, "dc", dc, "0", 0);
+  detail::require_ge(kernel, "dr", dr, "dc", dc);  // a chain's destinations then end at its first one outside
+  detail::require_ge(kernel, "lda", lda, "s + dr", s + dr);
+  if (s == 0) return;
+  const std::size_t threads = std::size_t(dr) * s;
+  shift_upper_kernel<T><<<static_cast<unsigned>((threads + 255) / 256), 256, 0, stream>>>(s, dr, dc, A, std::size_t(lda));
+  detail::check(kernel, "shift_upper_kernel launch", cudaGetLastError());
+}
 
 template <class T>
 void gpu_identity(int p, T* A, int lda, cudaStream_t stream) {
@@ -70,5 +109,7 @@ template void gpu_triu_copy<float>(int, int, const float*, int, float*, int, cud
 template void gpu_triu_copy<double>(int, int, const double*, int, double*, int, cudaStream_t);
 template void gpu_split_panel<float>(int, int, float*, int, float*, int, cudaStream_t);
 template void gpu_split_panel<double>(int, int, double*, int, double*, int, cudaStream_t);
+template void gpu_shift_upper<float>(int, int, int, float*, int, cudaStream_t);
+template void gpu_shift_upper<double>(int, int, int, double*, int, cudaStream_t);
 
 }  // namespace tessera::kernels

@@ -143,6 +143,14 @@ struct host_backend {
     zero(lane, p, p, A, lda);
     for (int i = 0; i < p; ++i) A[i + std::size_t(i) * lda] = T(1);
   }
+  // In place: A's upper triangle of order s := the one dr rows below and dc right of it
+  // (kernels::gpu_shift_upper). Column by column from the left, each top down: every source is
+  // read before it is overwritten.
+  template <class T>
+  void shift_upper(int, int s, int dr, int dc, T* A, int lda) {
+    for (int j = 0; j < s; ++j)
+      for (int i = 0; i <= j; ++i) A[i + std::size_t(j) * lda] = A[i + dr + std::size_t(j + dc) * lda];
+  }
   // R(0:nb+below, 0:nb) := [triu(P(0:nb, 0:nb)); 0] (P == R allowed).
   template <class T>
   void triu_copy(int, int nb, int below, const T* P, int ldp, T* R, int ldr) {
@@ -340,6 +348,8 @@ struct gpu_backend {
   void zero(int lane, int m, int n, T* A, int lda);
   template <class T>
   void identity(int lane, int p, T* A, int lda);
+  template <class T>
+  void shift_upper(int lane, int s, int dr, int dc, T* A, int lda);
   template <class T>
   void triu_copy(int lane, int nb, int below, const T* P, int ldp, T* R, int ldr);
   template <class T>

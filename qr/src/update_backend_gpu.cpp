@@ -287,6 +287,11 @@ void gpu_backend::identity(int lane, int p, T* A, int lda) {
 }
 
 template <class T>
+void gpu_backend::shift_upper(int lane, int s, int dr, int dc, T* A, int lda) {
+  kernels::gpu_shift_upper(s, dr, dc, A, lda, _r->s[lane]);
+}
+
+template <class T>
 void gpu_backend::triu_copy(int lane, int nb, int below, const T* P, int ldp, T* R, int ldr) {
   kernels::gpu_triu_copy(nb, below, P, ldp, R, ldr, _r->s[lane]);
 }
@@ -540,6 +545,7 @@ unsigned gpu_backend::count_non_finite(int m, int n, const T* A, int lda) {
   template void gpu_backend::sub<T>(int, int, int, const T*, int, T*, int);                       \
   template void gpu_backend::zero<T>(int, int, int, T*, int);                                     \
   template void gpu_backend::identity<T>(int, int, T*, int);                                      \
+  template void gpu_backend::shift_upper<T>(int, int, int, int, T*, int);                        \
   template void gpu_backend::triu_copy<T>(int, int, int, const T*, int, T*, int);                 \
   template void gpu_backend::split_panel<T>(int, int, int, T*, int, T*, int);                     \
   template bool gpu_backend::panel_split<T>(int, int, int, int, T*, int, T*, int, T*, int);         \

@@ -8,7 +8,8 @@
 // Givens sweep (band_retriangularize). The rows': with
 // s = cols - k - p columns right of
 // the block, R(k:k+p, k:k+s) is dense and R(k+p:cols, k:k+s) is the old R's trailing triangle:
-// rows_retriangularize's [p dense rows; triangle].
+// rows_retriangularize's [p dense rows; triangle]. There R's columns right of the block move left
+// only above row k; the triangle moves up and left in one in-place pass (shift_in_place).
 #include "update_state.hpp"
 
 namespace tessera::qr::detail {
@@ -18,6 +19,16 @@ void delete_columns(update_state<B, T>& st, int k, int p, int nb, bool as_rows) 
   auto& be = st.be;
   const int m = st.m, s = m - k - p;
   st.begin();
+  if (as_rows && s > 0 && shift_in_place(s, p)) {
+    // Only the rows above k move left here; the rest moves with the triangle.
+    const int rows = st.rrows();
+    move_back(be, lane_r, false, s, k, p, st.R(0, k), st.ldr, st.spare_r);
+    st.m = m - p;
+    rows_retriangularize(st, k, s, p, nb, p);
+    be.zero(lane_r, rows, p, st.R(0, m - p), st.ldr);  // after: the triangle's move read them
+    st.end();
+    return;
+  }
   move_back(be, lane_r, false, s, m, p, st.R(0, k), st.ldr, st.spare_r);
   be.zero(lane_r, st.rrows(), p, st.R(0, m - p), st.ldr);
   st.m = m - p;  // the band: columns [k, m - p), rows [0, m)

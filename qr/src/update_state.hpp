@@ -445,12 +445,18 @@ void tp_retriangularize(update_state<B, T>& st, int m, int p, int nb, T* Rs, int
 // does a rank-r update's band once its r sweeps and the product are done (k = 0, p = r). The flops
 // are the band's panels'; on the GPU one persistent kernel takes every panel of R instead of a
 // launch or more a panel.
+//
+// dc = p: R's columns right of k are still p to the right (deleting columns, which then moves
+// only R's rows above k itself): the dense rows come from there and the triangle moves up and
+// left at once, in place, one read and one write an entry (B::shift_upper), where moving the
+// columns and then the rows went through a buffer twice each.
 template <class B, class T>
-void rows_retriangularize(update_state<B, T>& st, int k, int s, int p, int nb) {
+void rows_retriangularize(update_state<B, T>& st, int k, int s, int p, int nb, int dc = 0) {
   auto& be = st.be;
   tp_workspace(st, s, p, nb);
-  be.copy(lane_r, p, s, st.R(k, k), st.ldr, st.panels.data() + nb, nb + p);
-  move_back(be, lane_r, true, s, s, p, st.R(k, k), st.ldr, st.spare_r);
+  be.copy(lane_r, p, s, st.R(k, k + dc), st.ldr, st.panels.data() + nb, nb + p);
+  if (dc > 0) be.shift_upper(lane_r, s, p, dc, st.R(k, k), st.ldr);
+  else move_back(be, lane_r, true, s, s, p, st.R(k, k), st.ldr, st.spare_r);
   be.zero(lane_r, p, s, st.R(k + s, k), st.ldr);
   T *d2 = nullptr, *q2 = nullptr;
   if (st.nrhs > 0) {
@@ -630,6 +636,11 @@ inline bool retriangularize_as_rows(int p, bool q_kept) { return p > 1 && p <= r
 // or faster from the second update on (a first one up to 8% slower at rank 128).
 // Rank 1 keeps the Givens sweep.
 inline bool rank_band_as_rows(int r, int n, int m) { return r > 1 && r <= rows_form_max && r <= n - m; }
+// Whether deleting p columns as rows moves R's triangle of order s in place (rows_retriangularize's
+// dc = p): its chains are about s / p entries, each a thread's on the GPU (kernels::gpu_shift_upper).
+// H200, 6000 x 3000 without Q, k = 0: 100 columns 2.66 -> 2.35 ms, 500 2.68-2.71 -> 2.43-2.44
+// (docs/results/2026-11-29-chain-groups-h200.md).
+inline bool shift_in_place(int s, int p) { return s <= 64 * p; }
 
 // The algorithms, one per file (qr/src/update_*.cpp); arguments checked by the caller.
 template <class B, class T> void delete_columns(update_state<B, T>&, int k, int p, int nb, bool as_rows);
