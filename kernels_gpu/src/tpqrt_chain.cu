@@ -254,6 +254,24 @@ __device__ __forceinline__ void vt_times(const double* Vg, const double (&a)[QB]
     for (int h = 0; h < 2; ++h) dmma(acc0, acc1, Vg[vf_index<QB>(L.rq, b, h, L.lane)], a[b][h]);
 }
 
+// The panel's block of R (its rows 32 s .., zeros below the diagonal and past jb) into shared
+// memory, the Gram entries and taus cleared: factor_panel's start, which apply_panel_groups does
+// early where the block is final already (no row block above), so that its loads overlap the waits.
+template <class T, int QB>
+__device__ __forceinline__ void load_panel_block(const chain_args<T>& g, int s, const T* top, int jb, double* sm) {
+  using S = shape<QB>;
+  double* Rs = sm + S::rs;
+  double* gram = sm + S::gram;
+  const int tid = static_cast<int>(threadIdx.x);
+  for (int idx = tid; idx < 1024; idx += threads) {
+    const int i = idx & 31, c = idx >> 5;
+    Rs[i * ld33 + c] =
+        i <= c && c < jb ? static_cast<double>(top[32 * s + i + static_cast<std::ptrdiff_t>(c) * g.ldr]) : 0.0;
+    gram[i * ld33 + c] = 0.0;  // entries past jb stay 0 (their tau is 0)
+  }
+  if (tid < 32) sm[S::tau + tid] = 0.0;
+}
+
 // [top; a] := H_t^T [top; a] for the chain's panel t just before the slab's own, one group of 8
 // reflectors at a time as factor_panel publishes them (W = top's 8 rows + V_g^T a, the multipliers
 // f by forward substitution with the group's Gram block and taus, top -= f, a -= V_g f): the slab
@@ -264,13 +282,14 @@ __device__ __forceinline__ void apply_panel_groups(const chain_args<T>& g, int t
                                                    double (&a)[QB][2], double* sm, const lane_geometry& L,
                                                    const int* above, int* progress) {
   using S = shape<QB>;
-  double* Vg = sm + S::vf;  // V_g in its owners' fragment order (vf_index)
-  double* Gq = sm + S::gq;  // W's quarters [rq][8][32]
-  double* gs = sm + S::gram;
+  double* Vg = sm + S::vf;     // V_g in its owners' fragment order (vf_index)
+  double* Gq = sm + S::gq;     // W's quarters [rq][8][32]
+  double* tops = Gq + 1024;    // top's 8 rows of the group [i][32]
+  double* gs = tops + 256;     // the group's Gram block and taus
   double* ff = sm + S::ff;
-  double* tops = sm + S::rs;  // top's 8 rows of the group [i][32]
   const int tid = static_cast<int>(threadIdx.x);
   const T* V = g.U + static_cast<std::ptrdiff_t>(32 * t) * g.ldu;
+  if (!above) load_panel_block<T, QB>(g, t + 1, top, jb, sm);
   if (tid == 0 && above) wait_for(above, t + 1);
   for (int grp = 0; grp < 4; ++grp) {
     if (tid == 0) wait_for(g.gflags + 4 * t + grp, g.epoch);
@@ -328,7 +347,7 @@ __device__ __forceinline__ void apply_panel_groups(const chain_args<T>& g, int t
 // multipliers by forward substitution with the Gram entries, a -= V f).
 template <class T, int QB>
 __device__ __forceinline__ void factor_panel(const chain_args<T>& g, int s, T* top, int jb, double (&a)[QB][2],
-                                             double* sm, const lane_geometry& L) {
+                                             double* sm, const lane_geometry& L, bool loaded) {
   using S = shape<QB>;
   double* Vf = sm + S::vf;
   double* Gq = sm + S::gq;  // the Gram's quarters [rq][32][32]; in a group's apply W's, [rq][8][32]
@@ -342,13 +361,7 @@ __device__ __forceinline__ void factor_panel(const chain_args<T>& g, int s, T* t
   double* expo = sm + S::expo;
   const int tid = static_cast<int>(threadIdx.x);
   __syncthreads();  // the last apply's reads of shared memory are done
-  for (int idx = tid; idx < 1024; idx += threads) {
-    const int i = idx & 31, c = idx >> 5;
-    Rs[i * ld33 + c] =
-        i <= c && c < jb ? static_cast<double>(top[32 * s + i + static_cast<std::ptrdiff_t>(c) * g.ldr]) : 0.0;
-    gram[i * ld33 + c] = 0.0;  // entries past jb stay 0 (their tau is 0)
-  }
-  if (tid < 32) taus[tid] = 0.0;
+  if (!loaded) load_panel_block<T, QB>(g, s, top, jb, sm);
   {  // A := A D, D = diag(2^-e_c): every column's max-abs in [1/2, 1)
     double mx = 0;
 #pragma unroll
@@ -588,7 +601,7 @@ __global__ void __launch_bounds__(threads, 1) tpqrt_chain_kernel(chain_args<T> a
     }
     if (own) {
       if (above && tid == 0) wait_for(above, s + 1);  // the diagonal block as block c - 1 left it
-      factor_panel<T, QB>(g, s, top, jb, a, sm, L);   // its first barrier publishes the wait
+      factor_panel<T, QB>(g, s, top, jb, a, sm, L, s > 0 && !above);  // its first barrier publishes the wait
       if (mine && tid == 0) store_release<flag_scope::device_global>(mine, s + 1);
     } else {
 #pragma unroll
