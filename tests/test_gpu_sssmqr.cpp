@@ -4,7 +4,8 @@
 // gpu_sssmqr against a loop of TPMQRT over a panel factored by a chain of TPQRT (partial last
 // tile row, kk not a multiple of ib, odd column counts, both T layouts, prepared factors reused
 // over column ranges, A1 with its own leading dimension),
-// gpu_ormqr against GEMQRT, gpu_tpqrt_chain against TPQRT and TPMQRT, gpu_shift_upper against a copy, plus argument errors. Rows of A1's tile row beyond kk and the padding
+// gpu_ormqr against GEMQRT, gpu_tpqrt_chain against TPQRT and TPMQRT, gpu_shift_upper against a copy, gpu_tp_apply_right against
+// the block reflector formed on the host, plus argument errors. Rows of A1's tile row beyond kk and the padding
 // of every device matrix must come back untouched. Without a CUDA device: exit 77 (skipped).
 #include <doctest/doctest.h>
 
@@ -615,6 +616,67 @@ TEST_CASE_TEMPLATE("gpu_ormqr equals LAPACK GEMQRT", T, float, double) {
     CHECK(same_outside(G, C, 0, s.m));
   }
   MESSAGE("ormqr: largest relative error " << worst);
+}
+
+// gpu_tp_apply_right against [C1 C2] (I - V T V^T), V = [I; U], formed on the host in double:
+// W = (C1 + C2 U) T, C1 - W, C2 - W U^T; row counts around the kernel's 64-row blocks, p around
+// its 32-row chunks of U (0: C1 - C1 T), padded leading dimensions that must come back untouched.
+TEST_CASE_TEMPLATE("gpu_tp_apply_right equals the block reflector from the right", T, float, double) {
+  struct shape { int n, p; };
+  blas b;
+  double worst = 0;
+  for (const shape c : {shape{1, 1}, shape{63, 0}, shape{64, 31}, shape{65, 32}, shape{200, 33}, shape{130, 100},
+                        shape{257, 128}}) {
+    CAPTURE(c.n);
+    CAPTURE(c.p);
+    const int nb = 32;
+    mat<T> U(std::max(c.p, 1), nb, 1), Tm(nb, nb, 2), C1(c.n, nb, 3), C2(c.n, std::max(c.p, 1), 2);
+    U.randomize();
+    Tm.randomize();
+    C1.randomize();
+    C2.randomize();
+    std::vector<double> W(std::size_t(c.n) * nb), WT(std::size_t(c.n) * nb);
+    for (int i = 0; i < c.n; ++i)
+      for (int j = 0; j < nb; ++j) {
+        double w = C1(i, j);
+        for (int k = 0; k < c.p; ++k) w += double(C2(i, k)) * double(U(k, j));
+        W[i + std::size_t(j) * c.n] = w;
+      }
+    for (int i = 0; i < c.n; ++i)
+      for (int j = 0; j < nb; ++j) {
+        double w = 0;
+        for (int l = 0; l <= j; ++l) w += W[i + std::size_t(l) * c.n] * double(Tm(l, j));
+        WT[i + std::size_t(j) * c.n] = w;
+      }
+    mat<T> want1 = C1, want2 = C2;
+    for (int i = 0; i < c.n; ++i) {
+      for (int j = 0; j < nb; ++j) want1(i, j) = T(double(C1(i, j)) - WT[i + std::size_t(j) * c.n]);
+      for (int k = 0; k < c.p; ++k) {
+        double y = C2(i, k);
+        for (int j = 0; j < nb; ++j) y -= WT[i + std::size_t(j) * c.n] * double(U(k, j));
+        want2(i, k) = T(y);
+      }
+    }
+    for (int j = 0; j < nb; ++j)  // below T's diagonal: not read
+      for (int i = j + 1; i < nb; ++i) Tm(i, j) = T(1e30);
+    dev<T> dU(U), dT(Tm), dC1(C1), dC2(C2);
+    gpu_tp_apply_right<T>(c.n, nb, c.p, dU.p, U.ld, dT.p, Tm.ld, dC1.p, C1.ld, dC2.p, C2.ld, b.s);
+    b.sync();
+    mat<T> got1 = C1, got2 = C2;
+    dC1.get(got1);
+    dC2.get(got2);
+    const double tol = tolerance<T>(nb + c.p), e1 = rel_error(got1, want1), e2 = rel_error(got2, want2);
+    CHECK(e1 <= tol);
+    CHECK(e2 <= tol);
+    CHECK(same_outside(got1, C1, 0, c.n));
+    CHECK(same_outside(got2, C2, 0, c.n));
+    worst = std::max({worst, e1, e2});
+  }
+  MESSAGE("gpu_tp_apply_right: largest relative error " << worst);
+  CHECK_THROWS_WITH_AS(gpu_tp_apply_right<double>(8, 16, 4, nullptr, 4, nullptr, 32, nullptr, 8, nullptr, 8, b.s),
+                       doctest::Contains("nb = 16"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(gpu_tp_apply_right<double>(8, 32, 4, nullptr, 3, nullptr, 32, nullptr, 8, nullptr, 8, b.s),
+                       doctest::Contains("ldu = 3"), std::invalid_argument);
 }
 
 // gpu_shift_upper against the same move done entry by entry from a copy (no overlap there): the

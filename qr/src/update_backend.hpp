@@ -184,6 +184,14 @@ struct host_backend {
   bool tp_apply(int, int, int, int, const T*, int, const T*, int, T*, int, T*, int) {
     return false;
   }
+  // [Ctop Cbot] := [Ctop Cbot] H for V = [I; v] (v p x nb) from the right, in one call where the
+  // backend has one (tp_apply_right_fits: the GPU's kernels::gpu_tp_apply_right); false: the
+  // caller applies it with apply_right_tp's calls.
+  static constexpr bool tp_apply_right_fits(int, int) { return false; }
+  template <class T>
+  bool tp_apply_right(int, int, int, int, const T*, int, const T*, int, T*, int, T*, int) {
+    return false;
+  }
   // [R; U] := its QR factor, panels of 32 columns (V = [I; U's columns] into U, panel t's T at
   // Tm + 1024 t, ld 32), [C1; C2] := Q^T [C1; C2], in one call where the backend has one (the GPU's
   // kernels::gpu_tpqrt_chain); false: the caller factors the panels one by one. Then
@@ -359,6 +367,14 @@ struct gpu_backend {
   template <class T>
   bool tp_apply(int lane, int nb, int p, int ncols, const T* v, int ldv, const T* Tm, int ldt, T* Ctop,
                 int ldct, T* Cbot, int ldcb);
+  // One kernel for a panel of 32 from the right where p <= 32 (H200, rank-k updates of 8000 x 3000
+  // with the full Q in double: rank 16 5.8-6.3 -> 4.6 ms, rank 32 6.5-6.8 -> 5.4, rank 64 the same,
+  // deleting 100 columns 3.7-4.0 -> 5.4: the kernel multiplies on the FP64 units, and from there
+  // cuBLAS's tensor-core GEMMs are worth their calls; docs/results/2026-11-29-chain-groups-h200.md).
+  static bool tp_apply_right_fits(int nb, int p);
+  template <class T>
+  bool tp_apply_right(int lane, int nrows, int nb, int p, const T* v, int ldv, const T* Tm, int ldt, T* Ctop,
+                      int ldct, T* Cbot, int ldcb);
   template <class T>
   bool tp_chain(int lane, int m, int p, int nrhs, T* R, int ldr, T* U, int ldu, T* C1, int ldc1, T* C2,
                 int ldc2, T* Tm, int chains);

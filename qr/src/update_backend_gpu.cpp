@@ -319,6 +319,16 @@ bool gpu_backend::tp_apply(int lane, int nb, int p, int ncols, const T* v, int l
   return true;
 }
 
+bool gpu_backend::tp_apply_right_fits(int nb, int p) { return nb == 32 && p <= 32; }
+
+template <class T>
+bool gpu_backend::tp_apply_right(int lane, int nrows, int nb, int p, const T* v, int ldv, const T* Tm, int ldt,
+                                 T* Ctop, int ldct, T* Cbot, int ldcb) {
+  if (!tp_apply_right_fits(nb, p)) return false;
+  kernels::gpu_tp_apply_right(nrows, nb, p, v, ldv, Tm, ldt, Ctop, ldct, Cbot, ldcb, _r->s[lane]);
+  return true;
+}
+
 template <class T>
 bool gpu_backend::tp_chain(int lane, int m, int p, int nrhs, T* R, int ldr, T* U, int ldu, T* C1, int ldc1, T* C2,
                            int ldc2, T* Tm, int chains) {
@@ -550,6 +560,7 @@ unsigned gpu_backend::count_non_finite(int m, int n, const T* A, int lda) {
   template void gpu_backend::split_panel<T>(int, int, int, T*, int, T*, int);                     \
   template bool gpu_backend::panel_split<T>(int, int, int, int, T*, int, T*, int, T*, int);         \
   template bool gpu_backend::tp_apply<T>(int, int, int, int, const T*, int, const T*, int, T*, int, T*, int); \
+  template bool gpu_backend::tp_apply_right<T>(int, int, int, int, const T*, int, const T*, int, T*, int, T*, int); \
   template bool gpu_backend::tp_chain<T>(int, int, int, int, T*, int, T*, int, T*, int, T*, int, T*, int);     \
   template bool gpu_backend::tp_merge_t<T>(int, int, int, int, const T*, int, const T*, T*, T*);                \
   template bool gpu_backend::explicit_apply<T>(int, char, int, int, int, const T*, int, const T*, int, T*, int); \

@@ -181,6 +181,7 @@ template <class B, class T>
 void apply_right_tp(B& be, int lane, int nrows, int nb, int hb, const T* Vb, int ldv, const T* Tm, int ldt, T* Ctop,
                     int ldct, T* Cbot, int ldcb, T* W, T* X) {
   if (nrows <= 0 || nb <= 0) return;
+  if (be.tp_apply_right(lane, nrows, nb, hb, Vb, ldv, Tm, ldt, Ctop, ldct, Cbot, ldcb)) return;
   be.split(nrows, apply_grain, [&](int r0, int rn) {  // rows of C, W's (X's) elements nb * r0.. (ld rn)
     T* Wc = W + std::size_t(nb) * r0;
     T* Xc = X ? X + std::size_t(nb) * r0 : nullptr;
@@ -349,9 +350,11 @@ inline constexpr int tp_q_group = 2, tp_q_group_large = 8;
 inline constexpr std::size_t tp_q_large_bytes = std::size_t(32) << 20;
 // The panels lane Q takes at a time in tp_retriangularize (the GPU's kernel: nb = 32) for p new
 // columns of Q, which tp_workspace allocates for.
+// Where the backend applies a panel in one kernel (B::tp_apply_right_fits), one at a time: the
+// merges would cost calls again.
 template <class B, class T>
 int tp_q_panels(const update_state<B, T>& st, int nb, int p) {
-  if (!B::on_gpu || nb != 32) return 1;
+  if (!B::on_gpu || nb != 32 || B::tp_apply_right_fits(nb, p)) return 1;
   return std::size_t(st.n) * p * sizeof(T) >= tp_q_large_bytes ? tp_q_group_large : tp_q_group;
 }
 template <class B, class T>

@@ -57,6 +57,14 @@ bool gpu_tpqrt_chain(int m, int p, int nrhs, T* R, int ldr, T* U, int ldu, T* C1
                      T* Tf, void* work, std::size_t lwork, cudaStream_t stream, int max_grid = 0, int epoch = 0,
                      int chains = 1);
 
+// On `stream`: [C1 C2] := [C1 C2] (I - V T V^T), V = [I; U] (U p x nb, ldu; nb = 32, one panel
+// of gpu_tpqrt_chain), T nb x nb upper triangular (ldt; below the diagonal not read), C1 n x nb
+// (ldc1), C2 n x p (ldc2): a panel's reflectors applied to Q's columns from the right in one
+// kernel, computed in double. Throws on bad arguments and CUDA errors.
+template <class T>
+void gpu_tp_apply_right(int n, int nb, int p, const T* U, int ldu, const T* Tm, int ldt, T* C1, int ldc1, T* C2,
+                        int ldc2, cudaStream_t stream);
+
 // The triangular factor of consecutive panels of [R; U]'s QR as one block reflector: panels of nb
 // columns (nb <= 32) whose reflectors are V_i = [I; 0; U_i] (gpu_tpqrt_chain's, or TPQRT's with
 // l = 0), panel i's T at Tm + nb nb i (ld nb), n columns in all (the last panel may be partial),
