@@ -329,6 +329,13 @@ void householder_compress(update_state<B, T>& st, int rows, int c, T* X, int ldx
 // 14000 x 3000, deleting 500 columns of 6000 x 3000 at k = 0 .. 2000), blocks of 128 about the
 // same, 256 0.72-0.82 (docs/results/2026-11-27-tpqrt-chains-h100.md).
 inline constexpr int tp_chain_rows = 64;
+// Beyond 256 rows, blocks of 128. On the H200 (500 rows, R only, both precisions, since each
+// chain's next slab takes a panel by its groups) they were 2-10% faster adding them to 8000 x 3000
+// (single 3.07-3.10 -> 2.77-2.78 ms) and 14000 x 3000, and as fast or 5% faster deleting 500
+// columns of 6000 x 3000 at k = 0 (docs/results/2026-11-29-chain-groups-h200.md). Likely: with
+// one thread block an SM, a block that takes a later slab first applies every earlier panel of
+// its chain, and with 8 chains those applies reach the front; 4 chains leave it twice the slack.
+inline constexpr int tp_chain_rows_large = 128;
 // The most rows that adding rows without Q gives the kernel (in blocks; beyond, 64-column panels):
 // on the H100, adding 1000 rows to 14000 x 3000 took 15.7-16.4 ms in blocks against 22.8-23.5 by
 // panels in double (single 12.9-13.3 against 17.5-19.5), 2000 rows 38.7-41.0 against 30.3-31.6
@@ -336,7 +343,8 @@ inline constexpr int tp_chain_rows = 64;
 inline constexpr int tp_chain_p_max = 1024;
 template <class B, class T>
 int tp_chains(const update_state<B, T>& st, int p) {
-  return st.qcols() > 0 ? 1 : (p + tp_chain_rows - 1) / tp_chain_rows;
+  const int rows = p > 256 ? tp_chain_rows_large : tp_chain_rows;
+  return st.qcols() > 0 ? 1 : (p + rows - 1) / rows;
 }
 // With Q, lane Q takes the GPU kernel's panels several at a time as one block reflector
 // (kernels::gpu_tp_merge_t, wider groups merged by halves): Q's p new columns, n x p, are read and
