@@ -254,6 +254,20 @@ __device__ __forceinline__ void vt_times(const double* Vg, const double (&a)[QB]
     for (int h = 0; h < 2; ++h) dmma(acc0, acc1, Vg[vf_index<QB>(L.rq, b, h, L.lane)], a[b][h]);
 }
 
+// a -= V_g f on the tensor cores: V_g a group's 8 reflectors (Vf order), f their multipliers for
+// the slab's 32 columns (ff[i * 32 + column]).
+template <int QB>
+__device__ __forceinline__ void subtract_v_f(const double* Vg, const double* ff, double (&a)[QB][2],
+                                             const lane_geometry& L) {
+  const double f0 = -ff[L.k4 * 32 + L.col], f1 = -ff[(4 + L.k4) * 32 + L.col];
+  const int h = L.n8 & 1, l0 = 4 * L.k4 + (L.n8 >> 1);
+#pragma unroll
+  for (int b = 0; b < QB; ++b) {
+    dmma(a[b][0], a[b][1], f0, Vg[vf_index<QB>(L.rq, b, h, l0)]);
+    dmma(a[b][0], a[b][1], f1, Vg[vf_index<QB>(L.rq, b, h, l0 + 16)]);
+  }
+}
+
 // The panel's block of R (its rows 32 s .., zeros below the diagonal and past jb) into shared
 // memory, the Gram entries and taus cleared: factor_panel's start, which apply_panel_groups does
 // early where the block is final already (no row block above), so that its loads overlap the waits.
@@ -330,13 +344,7 @@ __device__ __forceinline__ void apply_panel_groups(const chain_args<T>& g, int t
     // top's rows of the panel are final here: the row block below may take the panel (the last
     // warp releases, its wait beside the others' product).
     if (grp == 3 && progress && tid == threads - 32) store_release<flag_scope::device_global>(progress, t + 1);
-    const double f0 = -ff[L.k4 * 32 + L.col], f1 = -ff[(4 + L.k4) * 32 + L.col];
-    const int h = L.n8 & 1, l0 = 4 * L.k4 + (L.n8 >> 1);
-#pragma unroll
-    for (int b = 0; b < QB; ++b) {
-      dmma(a[b][0], a[b][1], f0, Vg[vf_index<QB>(L.rq, b, h, l0)]);
-      dmma(a[b][0], a[b][1], f1, Vg[vf_index<QB>(L.rq, b, h, l0 + 16)]);
-    }
+    subtract_v_f<QB>(Vg, ff, a, L);
   }
 }
 
@@ -501,15 +509,7 @@ __device__ __forceinline__ void factor_panel(const chain_args<T>& g, int s, T* t
     }
     __syncthreads();
     // ... and a -= V f.
-    if (L.cq > grp) {
-      const double f0 = -ff[L.k4 * 32 + L.col], f1 = -ff[(4 + L.k4) * 32 + L.col];
-      const int h = L.n8 & 1, l0 = 4 * L.k4 + (L.n8 >> 1);
-#pragma unroll
-      for (int b = 0; b < QB; ++b) {
-        dmma(a[b][0], a[b][1], f0, Vg[vf_index<QB>(L.rq, b, h, l0)]);
-        dmma(a[b][0], a[b][1], f1, Vg[vf_index<QB>(L.rq, b, h, l0 + 16)]);
-      }
-    }
+    if (L.cq > grp) subtract_v_f<QB>(Vg, ff, a, L);
   }
   // The Gram entries between groups, G = V^T V on the tensor cores (quarters summed after).
   for (int gk = 0; gk < L.cq && 8 * L.cq < jb; ++gk) {
