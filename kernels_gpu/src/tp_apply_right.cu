@@ -15,14 +15,19 @@ namespace tessera::kernels {
 namespace {
 
 constexpr int nb = 32, rows = 128, threads = 256, kc = 32, cols_a_thread = nb / 4;
+static_assert(cols_a_thread == 8 && kc / 4 == 8, "fma_2x8 takes 8 columns (and 8 of U's rows) a thread");
 
-// Eight consecutive doubles of shared memory (16-byte aligned) into registers: four 128-bit loads.
-__device__ __forceinline__ void load8(const double* p, double (&v)[8]) {
+// y[h][c] += a_h v[c] for the thread's two rows, v eight consecutive doubles of shared memory
+// (16-byte aligned, four 128-bit loads): every product of the kernel, each v serving both rows.
+__device__ __forceinline__ void fma_2x8(double (&y)[2][8], double a0, double a1, const double* p) {
+  double v[8];
 #pragma unroll
   for (int q = 0; q < 4; ++q) {
     const double2 x = reinterpret_cast<const double2*>(p)[q];
     v[2 * q] = x.x, v[2 * q + 1] = x.y;
   }
+#pragma unroll
+  for (int c = 0; c < 8; ++c) y[0][c] = fma(a0, v[c], y[0][c]), y[1][c] = fma(a1, v[c], y[1][c]);
 }
 
 // A thread: rows r and r + 64 of the block's 128, columns c0 .. c0 + 7 (and in C2's update U's rows
@@ -64,12 +69,10 @@ __global__ void __launch_bounds__(threads) tp_apply_right_kernel(int n, int p, c
     __syncthreads();
     const int kn = min(kc, p - k0);
     for (int k = 0; k < kn; ++k) {
-      double x[2], u[8];
+      double x[2];
       for (int h = 0; h < 2; ++h)
         x[h] = live[h] ? static_cast<double>(C2[row0 + 64 * h + static_cast<std::size_t>(k0 + k) * ldc2]) : 0.0;
-      load8(&Ub[k][c0], u);
-#pragma unroll
-      for (int c = 0; c < cols_a_thread; ++c) w[0][c] = fma(x[0], u[c], w[0][c]), w[1][c] = fma(x[1], u[c], w[1][c]);
+      fma_2x8(w, x[0], x[1], &Ub[k][c0]);
     }
   }
   for (int h = 0; h < 2; ++h)
@@ -79,13 +82,7 @@ __global__ void __launch_bounds__(threads) tp_apply_right_kernel(int n, int p, c
   // W := W T (T's zeros below the diagonal: no branch), C1 -= W
   double y[2][cols_a_thread] = {};
 #pragma unroll 4
-  for (int l = 0; l < nb; ++l) {
-    double t[8];
-    load8(&Ts[l][c0], t);
-    const double a0 = Ws[l][r], a1 = Ws[l][r + 64];
-#pragma unroll
-    for (int c = 0; c < cols_a_thread; ++c) y[0][c] = fma(a0, t[c], y[0][c]), y[1][c] = fma(a1, t[c], y[1][c]);
-  }
+  for (int l = 0; l < nb; ++l) fma_2x8(y, Ws[l][r], Ws[l][r + 64], &Ts[l][c0]);
   __syncthreads();
   for (int h = 0; h < 2; ++h)
 #pragma unroll
@@ -104,13 +101,7 @@ __global__ void __launch_bounds__(threads) tp_apply_right_kernel(int n, int p, c
     __syncthreads();
     double a[2][kc / 4] = {};
 #pragma unroll 4
-    for (int c = 0; c < nb; ++c) {
-      double u[8];
-      load8(&Ub[c][kq], u);
-      const double x0 = Ws[c][r], x1 = Ws[c][r + 64];
-#pragma unroll
-      for (int j = 0; j < kc / 4; ++j) a[0][j] = fma(x0, u[j], a[0][j]), a[1][j] = fma(x1, u[j], a[1][j]);
-    }
+    for (int c = 0; c < nb; ++c) fma_2x8(a, Ws[c][r], Ws[c][r + 64], &Ub[c][kq]);
     for (int h = 0; h < 2; ++h)
       if (live[h])
 #pragma unroll
