@@ -35,7 +35,7 @@ __global__ void __launch_bounds__(warps * 32, 2) givens_apply_kernel(givens_plan
                                                                    int ldm, int roff, int jbeg, int jend, int cshift) {
   extern __shared__ __align__(16) double smem[];
   using pair = std::conditional_t<sizeof(T) == 8, double2, float2>;
-  double* tile = smem;                                                      // row k of line l at k * ldt + l
+  double* tile = smem;                                                      // row k of column l at k * ldt + l
   pair* rot = reinterpret_cast<pair*>(smem + ((plan.bw() * ldt + 1) & ~1));  // block t's rotations, sweep by sweep
   const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, wid = tid >> 5, nt = warps * 32;
   const int jb = jbeg + static_cast<int>(blockIdx.x) * lines, je = min(jb + lines, jend);
@@ -44,7 +44,7 @@ __global__ void __launch_bounds__(warps * 32, 2) givens_apply_kernel(givens_plan
   for (int t = 0; t < nblocks; ++t) {
     const int lo = plan.u_lo(t), hi = plan.u_hi(t), r0 = plan.row0(t), rt = plan.rows(t), g = roff + r0;
     const int c0 = max(jb, g + cshift);  // R's columns left of c0 are zeros in these rows
-    if (c0 >= je) continue;                          // the same in every thread
+    if (c0 >= je) continue;               // the same in every thread
     const int width = hi - lo, k = (width + warps - 1) / warps, S = (width + k - 1) / k;
     for (int idx = tid; idx < rt * lines; idx += nt) {  // along each column's rows
       const int kk = idx % rt, l = idx / rt, j = jb + l;
