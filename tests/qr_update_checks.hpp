@@ -387,6 +387,26 @@ void bad_arguments(qr::target on) {
 }
 
 // Sizes where the panels, the Givens blocks and groups, and both lanes all have several steps.
+// The sequence that failed tessera_qr_update's check in single precision on an H200 (8000 x 3000;
+// docs/results/2026-11-29-givens-apply-h200.md, call 9): ranks 8, 16 and 32, 20 rows deleted at
+// 0, 16 columns added at 100 (R's columns then not a multiple of 32), 2 rows deleted at 50, rank
+// 64; each update checked, so that a failure names it.
+template <class T>
+void tool_sequence(qr::target on, int n, int m) {
+  problem<T> p;
+  auto u = make<T>(p, n, m, 1, qr::q_mode::full, on, 0);
+  struct step {
+    op o;
+    int k, s;
+  };
+  for (const step& st : {step{op::rank, 0, 8}, step{op::rank, 0, 16}, step{op::rank, 0, 32}, step{op::delete_rows, 0, 20},
+                         step{op::insert_columns, 100, 16}, step{op::delete_rows, 50, 2}, step{op::rank, 0, 64}}) {
+    apply(u, p, st.o, st.k, st.s);
+    check_factors(u, p, std::string(name(st.o)) + " " + std::to_string(st.s) + " at " + std::to_string(st.k) + " of " +
+                            std::to_string(n) + " x " + std::to_string(m));
+  }
+}
+
 inline void larger_blocks(qr::target on) {
   problem<double> p;
   auto u = make<double>(p, 700, 400, 3, qr::q_mode::full, on, 0);

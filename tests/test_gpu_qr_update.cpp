@@ -21,6 +21,10 @@ TEST_CASE("qr update, GPU: bad arguments throw and leave the factorization uncha
   upd::bad_arguments<float>(target::gpu);
 }
 TEST_CASE("qr update, GPU: larger blocks, wide strips") { upd::larger_blocks(target::gpu); }
+TEST_CASE("qr update, GPU: the sequence that failed the tool's check in single (2026-11-29)") {
+  upd::tool_sequence<float>(target::gpu, 4000, 1500);
+  upd::tool_sequence<double>(target::gpu, 2000, 750);
+}
 TEST_CASE("qr update, GPU: deleting columns without Q at the default panel widths") {
   upd::deletions_without_q<double>(target::gpu);
   upd::deletions_without_q<float>(target::gpu);

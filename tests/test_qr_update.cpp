@@ -21,6 +21,10 @@ TEST_CASE("qr update, CPUs: bad arguments throw and leave the factorization unch
   upd::bad_arguments<float>(target::cpu);
 }
 TEST_CASE("qr update, CPUs: larger blocks, wide strips") { upd::larger_blocks(target::cpu); }
+TEST_CASE("qr update, CPUs: the sequence that failed the GPU tool's check in single (2026-11-29)") {
+  upd::tool_sequence<float>(target::cpu, 1000, 375);
+  upd::tool_sequence<double>(target::cpu, 1000, 375);
+}
 TEST_CASE("qr update, CPUs: deleting columns without Q at the default panel widths") {
   upd::deletions_without_q<double>(target::cpu);
   upd::deletions_without_q<float>(target::cpu);
