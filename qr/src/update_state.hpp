@@ -471,6 +471,9 @@ void rows_retriangularize(update_state<B, T>& st, int k, int s, int p, int nb, i
   be.zero(lane_r, p, s, st.R(k + s, k), st.ldr);
   T *d2 = nullptr, *q2 = nullptr;
   if (st.nrhs > 0) {
+    // Lane D may still be applying this update's earlier rotations to D (a rank-k update's Givens
+    // stage), whose rows lane R now moves.
+    be.dep(lane_d, lane_r);
     be.ensure(st.spare_d, std::size_t(p) * st.nrhs);
     d2 = st.spare_d.data();
     be.copy(lane_r, p, st.nrhs, st.D(k, 0), st.ldd, d2, p);
@@ -481,8 +484,9 @@ void rows_retriangularize(update_state<B, T>& st, int k, int s, int p, int nb, i
     be.ensure(st.spare_q, std::size_t(st.n) * p);
     q2 = st.spare_q.data();
     be.copy(lane_q, st.n, p, st.Q(0, k), st.ldq, q2, st.n);
-    // Q's columns are the most data here (rows x s): moved once, in pieces of p columns.
-    move_back(be, lane_q, false, s, st.n, p, st.Q(0, k), st.ldq, st.xbuf, 64);
+    // Q's columns are the most data here (rows x s): moved once, in pieces of p columns, through
+    // work_q, which only lane Q uses (xbuf holds a rank-k update's W, which lane R may still read).
+    move_back(be, lane_q, false, s, st.n, p, st.Q(0, k), st.ldq, st.work_q, 64);
   }
   tp_retriangularize(st, s, p, nb, st.R(k, k), st.ldr, d2 ? st.D(k, 0) : nullptr, st.ldd, d2, p,
                      q ? st.Q(0, k) : nullptr, st.ldq, q2, st.n);
