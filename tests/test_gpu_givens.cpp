@@ -387,3 +387,153 @@ TEST_CASE("givens sweeps on the GPU: too few sync ints named") {
   cudaFree(dcs);
   cudaFree(dsync);
 }
+
+namespace {
+
+// gpu_givens_apply (the rotations themselves, block by block) against the blocks S_t applied one by
+// one on the host as the updates' GEMMs do: the CPUs' sweeps of a random strip applied from the
+// left to a random matrix's rows from roff, columns [jbeg, jend) cut at row + cshift; every entry
+// outside what a block touches stays as it was, bit for bit. The reference accumulates in double:
+// in double its rounding is the kernel's order of size.
+template <class T>
+void check_apply(int L, int p, int base, int w, int roff, int jbeg, int jend, int cshift) {
+  CAPTURE(L);
+  CAPTURE(p);
+  CAPTURE(base);
+  CAPTURE(w);
+  CAPTURE(roff);
+  CAPTURE(jbeg);
+  CAPTURE(jend);
+  CAPTURE(cshift);
+  std::uniform_real_distribution<double> u(-1, 1);
+  auto& gen = tessera::testing::gpu::rng();
+  tessera::kernels::givens_plan plan;
+  plan.L = L;
+  plan.p = p;
+  plan.base = base;
+  plan.w = w;
+  std::vector<T> X(std::size_t(L) * p, T(0)), cs(plan.cs_size(), T(0));
+  for (int j = 0; j < p; ++j)
+    for (int i = 0; i <= std::min(L - 1, base + j); ++i) X[i + std::size_t(j) * L] = T(u(gen));
+  tessera::kernels::givens_generate(plan, X.data(), L, cs.data());
+  std::vector<T> S(std::max<std::size_t>(plan.blocks_size(), 1));
+  tessera::kernels::givens_blocks(plan, cs.data(), S.data(), 1);
+  // M: rows x cols, ld = rows + 2 (padding checked too).
+  const int rows = roff + L + 3, cols = jend + 4, ld = rows + 2;
+  std::vector<T> M(std::size_t(ld) * cols);
+  for (auto& x : M) x = T(u(gen));
+  std::vector<T> ref = M;
+  std::vector<char> touched(M.size(), 0);
+  const int bw = plan.bw();
+  for (int t = 0; t < plan.blocks(); ++t) {
+    const int g = roff + plan.row0(t), rt = plan.rows(t);
+    const T* St = S.data() + std::size_t(t) * bw * bw;
+    for (int j = std::max(jbeg, g + cshift); j < jend; ++j) {
+      T* col = ref.data() + g + std::size_t(j) * ld;
+      std::vector<double> y(rt, 0.0);
+      for (int i = 0; i < rt; ++i)
+        for (int k = 0; k < rt; ++k) y[i] += double(St[k + std::size_t(i) * bw]) * double(col[k]);
+      for (int i = 0; i < rt; ++i) {
+        col[i] = T(y[i]);
+        touched[g + i + std::size_t(j) * ld] = 1;
+      }
+    }
+  }
+  T *dcs = nullptr, *dM = nullptr;
+  cuda_ok(cudaMalloc(&dcs, sizeof(T) * std::max<std::size_t>(cs.size(), 1)));
+  cuda_ok(cudaMalloc(&dM, sizeof(T) * M.size()));
+  cuda_ok(cudaMemcpy(dcs, cs.data(), sizeof(T) * cs.size(), cudaMemcpyHostToDevice));
+  cuda_ok(cudaMemcpy(dM, M.data(), sizeof(T) * M.size(), cudaMemcpyHostToDevice));
+  tessera::kernels::gpu_givens_apply(plan, dcs, dM, ld, roff, jbeg, jend, cshift, nullptr);
+  std::vector<T> got(M.size());
+  cuda_ok(cudaMemcpy(got.data(), dM, sizeof(T) * M.size(), cudaMemcpyDeviceToHost));
+  cudaFree(dcs);
+  cudaFree(dM);
+  // Entries no block touches: bit for bit; the rest within rounding of the products (a block's
+  // entries are sums of rt products of numbers below 1 in magnitude, blocks applied in turn).
+  const double tol = 50.0 * double(std::numeric_limits<T>::epsilon()) * (bw + plan.blocks());
+  double err = 0;
+  bool untouched_same = true;
+  for (std::size_t e = 0; e < M.size(); ++e) {
+    if (touched[e]) err = std::max(err, std::abs(double(got[e]) - double(ref[e])));
+    else untouched_same = untouched_same && got[e] == M[e];
+  }
+  CHECK(untouched_same);
+  CHECK(err < tol);
+}
+
+}  // namespace
+
+// The updates' plans: rank 16 and 32 (w 128) blocks of about 3000 rows, rank 64's (w 64), deletions'
+// short strips, one block narrower than w (bw = L), sweeps fewer and more than the kernel's 16
+// warps; R's columns cut where its rows start (cshift) and not; Q^T b's single column.
+TEST_CASE("givens blocks applied on the GPU in one call: as the blocks one by one") {
+  for (auto [L, p, base, w] : {std::tuple{3016, 16, 3000, 128}, {3064, 64, 3000, 64}, {300, 20, 280, 128},
+                               {90, 31, 60, 64}, {40, 5, 35, 64}, {2, 1, 1, 64}, {600, 64, 560, 64},
+                               {1100, 32, 1068, 128}, {200, 40, 150, 64}, {200, 40, 150, 32}, {500, 17, 483, 64}}) {
+    for (int roff : {0, 37}) {
+      // 300 columns at most: all but the last blocks of the long strips cut them from the left
+      const int cols = L + roff + 20, few = std::min(cols, 300), cut = std::max(3, cols - 300);
+      check_apply<double>(L, p, base, w, roff, 0, few, -(1 << 30));
+      check_apply<float>(L, p, base, w, roff, 0, few, -(1 << 30));
+      check_apply<double>(L, p, base, w, roff, cut, cols, -p + 1);  // R's rows: zeros left of row - p + 1
+      check_apply<float>(L, p, base, w, roff, cut, cols, -p + 1);
+      check_apply<double>(L, p, base, w, roff, 0, 1, -(1 << 30));  // Q^T b's one column
+      check_apply<float>(L, p, base, w, roff, 5, 6, -(1 << 30));
+    }
+  }
+}
+
+TEST_CASE("givens blocks applied on the GPU in one call: bad arguments named, the matrix untouched") {
+  tessera::kernels::givens_plan plan;
+  plan.L = 300;
+  plan.p = 20;
+  plan.base = 280;
+  plan.w = 128;
+  double* dM = nullptr;
+  cuda_ok(cudaMalloc(&dM, sizeof(double) * 400 * 400));
+  cuda_ok(cudaMemset(dM, 0, sizeof(double) * 400 * 400));
+  auto message = [&](auto&& call) {
+    std::string what;
+    try {
+      call();
+    } catch (const std::invalid_argument& e) {
+      what = e.what();
+    }
+    return what;
+  };
+  const double* cs = dM;  // never read: the checks come first
+  CHECK(message([&] { tessera::kernels::gpu_givens_apply(plan, cs, dM, 299, 0, 0, 10, 0, nullptr); }).find("ldm") !=
+        std::string::npos);
+  CHECK(message([&] { tessera::kernels::gpu_givens_apply(plan, cs, dM, 400, -1, 0, 10, 0, nullptr); }).find("roff") !=
+        std::string::npos);
+  CHECK(message([&] { tessera::kernels::gpu_givens_apply(plan, cs, dM, 400, 0, -2, 10, 0, nullptr); }).find("jbeg") !=
+        std::string::npos);
+  CHECK(message([&] { tessera::kernels::gpu_givens_apply(plan, static_cast<const double*>(nullptr), dM, 400, 0, 0, 10,
+                                                         0, nullptr); })
+            .find("cs") != std::string::npos);
+  CHECK(tessera::kernels::gpu_givens_apply_fits<double>(plan));
+  plan.w = 200;  // bw = 220 > gpu_givens_apply_max_bw
+  CHECK_FALSE(tessera::kernels::gpu_givens_apply_fits<double>(plan));
+  CHECK(message([&] { tessera::kernels::gpu_givens_apply(plan, cs, dM, 400, 0, 0, 10, 0, nullptr); }).find("bw") !=
+        std::string::npos);
+  plan.w = 150;  // bw = 170, but w > gpu_givens_apply_max_w (a warp's rotations a step would pass kmax)
+  CHECK_FALSE(tessera::kernels::gpu_givens_apply_fits<double>(plan));
+  CHECK(message([&] { tessera::kernels::gpu_givens_apply(plan, cs, dM, 400, 0, 0, 10, 0, nullptr); }).find("plan.w") !=
+        std::string::npos);
+  {  // a device with less shared memory than the plan needs (39 KB for its rows, 40 KB for its rotations)
+    struct reset {
+      ~reset() { tessera::kernels::detail::gpu_givens_limit_shared_memory(0); }
+    } at_end;
+    plan.w = 128;
+    tessera::kernels::detail::gpu_givens_limit_shared_memory(40 * 1024);
+    CHECK_FALSE(tessera::kernels::gpu_givens_apply_fits<double>(plan));
+    CHECK(message([&] { tessera::kernels::gpu_givens_apply(plan, cs, dM, 400, 0, 0, 10, 0, nullptr); })
+              .find("shared memory") != std::string::npos);
+  }
+  cuda_ok(cudaDeviceSynchronize());
+  std::vector<double> after(400 * 400, 1.0);
+  cuda_ok(cudaMemcpy(after.data(), dM, sizeof(double) * after.size(), cudaMemcpyDeviceToHost));
+  CHECK(std::all_of(after.begin(), after.end(), [](double x) { return x == 0.0; }));
+  cudaFree(dM);
+}

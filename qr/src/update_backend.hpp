@@ -235,6 +235,15 @@ struct host_backend {
   void givens_blocks(int, const kernels::givens_plan& plan, const T* cs, T* S) {
     kernels::givens_blocks(plan, cs, S);
   }
+  // Whether the backend applies a plan's rotations to columns from the left in one call
+  // (givens_apply_fits; the GPU's kernels::gpu_givens_apply, same arguments, rotations cs): then R,
+  // Q^T b and the strip need no blocks; otherwise apply_givens' GEMMs with the blocks.
+  template <class T>
+  static constexpr bool givens_apply_fits(const kernels::givens_plan&) {
+    return false;
+  }
+  template <class T>
+  void givens_apply(int, const kernels::givens_plan&, const T*, T*, int, int, int, int, int) {}
   // H (rows x cols, ldh, upper Hessenberg) := its triangular form, cs := the rotations
   // (kernels::hessenberg_rotations).
   template <class T>
@@ -392,6 +401,11 @@ struct gpu_backend {
   void givens_generate(int lane, const kernels::givens_plan& plan, T* X, int ldx, T* cs);
   template <class T>
   void givens_blocks(int lane, const kernels::givens_plan& plan, const T* cs, T* S);
+  template <class T>
+  static bool givens_apply_fits(const kernels::givens_plan& plan);
+  template <class T>
+  void givens_apply(int lane, const kernels::givens_plan& plan, const T* cs, T* M, int ldm, int roff, int jbeg,
+                    int jend, int cshift);
   template <class T>
   void hessenberg_rotations(int lane, int rows, int cols, T* H, int ldh, T* cs);
   template <class T>

@@ -460,6 +460,21 @@ void gpu_backend::givens_blocks(int lane, const kernels::givens_plan& plan, cons
   kernels::gpu_givens_blocks(plan, cs, S, _r->s[lane]);
 }
 
+// Up to 32 sweeps a group (blocks of 128 rotations): against the blocks' GEMMs on the H200, rank
+// 8-32 updates of 8000 x 3000 and deleting 20 rows of 12000 x 6000 were 1-12% faster; groups of
+// 64 sweeps were slower (rank 64 7.2 -> 7.7-8.6 ms, adding 200 columns at 0 1.4x;
+// docs/results/2026-11-29-givens-apply-h200.md).
+template <class T>
+bool gpu_backend::givens_apply_fits(const kernels::givens_plan& plan) {
+  return plan.p <= 32 && kernels::gpu_givens_apply_fits<T>(plan);
+}
+
+template <class T>
+void gpu_backend::givens_apply(int lane, const kernels::givens_plan& plan, const T* cs, T* M, int ldm, int roff,
+                               int jbeg, int jend, int cshift) {
+  kernels::gpu_givens_apply(plan, cs, M, ldm, roff, jbeg, jend, cshift, _r->s[lane]);
+}
+
 template <class T>
 void gpu_backend::hessenberg_rotations(int lane, int rows, int cols, T* H, int ldh, T* cs) {
   kernels::gpu_hessenberg_rotations(rows, cols, H, ldh, cs, sync_ints(lane, 1), _r->s[lane]);
@@ -568,6 +583,9 @@ unsigned gpu_backend::count_non_finite(int m, int n, const T* A, int lda) {
   template void gpu_backend::panel_qr<T>(int, int, int, T*, int, T*, int, T*, std::size_t);       \
   template void gpu_backend::givens_generate<T>(int, const kernels::givens_plan&, T*, int, T*);   \
   template void gpu_backend::givens_blocks<T>(int, const kernels::givens_plan&, const T*, T*);    \
+  template bool gpu_backend::givens_apply_fits<T>(const kernels::givens_plan&);                     \
+  template void gpu_backend::givens_apply<T>(int, const kernels::givens_plan&, const T*, T*, int, int, int, int, \
+                                             int);                                                           \
   template void gpu_backend::hessenberg_rotations<T>(int, int, int, T*, int, T*);                  \
   template void gpu_backend::rotations_left<T>(int, int, int, const T*, T*, int);                  \
   template void gpu_backend::rotations_right<T>(int, int, int, const T*, T*, int);                 \

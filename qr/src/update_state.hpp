@@ -37,7 +37,7 @@ struct update_state {
   // ones buffers that they may still be reading.
   int compressions = 0, givens_groups = 0;
   // Workspace kept between updates, so that a sequence of updates allocates only when it grows.
-  buf spare_q, spare_r, spare_d, work_r, work_q, work_d, panels, tmats, pwork, xbuf, cs, S, in_u,
+  buf spare_q, spare_r, spare_d, work_r, work_q, work_d, panels, tmats, pwork, xbuf, cs, cs_prev, S, in_u,
       in_v, in_b, cpanels, ctmats, qgram, qtmat;
   buf hcs;  // the Hessenberg sweep's rotations: lanes Q and D may still read cs's then
 
@@ -521,6 +521,41 @@ inline kernels::givens_plan givens_group(const kernels::givens_plan& plan, int j
 // (2g + 2) x g), and the later columns take the group's rotations as GEMMs like R does.
 inline constexpr int givens_group_width = 64;
 
+// A group's rotations applied block by block to M: rows [roff + row0(t), + rows(t)) from the left
+// (side 'L', columns from max(jbeg, that row + cshift) to jend) or those columns from the right
+// ('R', rows [jbeg, jend)). From the left in one call with the rotations cs where the backend has
+// it (`direct`, kernels::gpu_givens_apply), else a GEMM and a copy a block with the blocks S
+// through `work` (bw x the columns from the left, the rows x bw from the right, ld their count);
+// on the CPUs Q's rows in pieces, each product and its copy back together.
+inline constexpr int no_cshift = -(1 << 30);
+template <class B, class T>
+void apply_givens(B& be, int lane, const kernels::givens_plan& sub, bool direct, const T* cs, const T* S, char side,
+                  T* M, int ldm, int roff, int jbeg, int jend, int cshift, T* work) {
+  if (direct && side == 'L') {
+    be.givens_apply(lane, sub, cs, M, ldm, roff, jbeg, jend, cshift);
+    return;
+  }
+  const int bw = sub.bw();
+  for (int t = 0; t < sub.blocks(); ++t) {
+    const int g = roff + sub.row0(t), rt = sub.rows(t);
+    const T* St = S + std::size_t(t) * bw * bw;
+    if (side == 'L') {
+      const int c0 = std::max(jbeg, g + cshift), nc = jend - c0;
+      if (nc <= 0) continue;
+      T* Mt = M + g + std::size_t(c0) * ldm;
+      be.gemm(lane, 'T', 'N', rt, nc, rt, T(1), St, bw, Mt, ldm, T(0), work, bw);
+      be.copy(lane, rt, nc, work, bw, Mt, ldm);
+    } else {
+      const int nr = jend - jbeg;
+      be.split(nr, apply_grain, [&](int r0, int rn) {
+        T* Mt = M + jbeg + r0 + std::size_t(g) * ldm;
+        be.gemm(lane, 'N', 'N', rn, rt, rt, T(1), Mt, ldm, St, bw, T(0), work + r0, nr);
+        be.copy(lane, rn, rt, work + r0, nr, Mt, ldm);
+      });
+    }
+  }
+}
+
 // Brings the strip X (plan.L x plan.p, ldx; in R or a buffer) to upper triangular form by the
 // plan's sweeps, and applies the same rotations to R, D and Q as `tg` says, in blocks (GEMMs).
 // Wide strips go in groups of sweeps (the sweeps' own order: group by group).
@@ -563,60 +598,56 @@ void givens_update(update_state<B, T>& st, const kernels::givens_plan& plan, T* 
     const int j0 = grp * G, g = std::min(G, plan.p - j0);
     const kernels::givens_plan sub = givens_group(plan, j0, g);
     if (sub.L <= 1 || sub.umax_all() <= 0) continue;
+    // R, D and the strip's later columns take the rotations themselves where the backend applies
+    // them in one call (`direct`), else the blocks made from them, with GEMMs through the work
+    // buffers; Q takes the blocks either way (made on lane Q where only Q needs them). Directly,
+    // groups alternate between two buffers of rotations: the last group's may still be read.
+    const bool direct = be.template givens_apply_fits<T>(sub), q_kept = st.qcols() > 0;
+    if (direct && st.givens_groups > 0) be.swap(st.cs, st.cs_prev);
     be.ensure(st.cs, sub.cs_size());
-    be.ensure(st.S, sub.blocks_size());
     const int bw = sub.bw(), rest = plan.p - j0 - g;
     // R's products go on lane D while a later group's sweeps follow on lane R (which then need
     // only the strip's later columns), else on lane R beside D's.
     const int lane_rr = rest > 0 ? lane_d : lane_r;
     const int r_on_r = lane_rr == lane_r ? tg.col_end : 0, r_on_d = lane_rr == lane_d ? tg.col_end : 0;
-    be.ensure(st.work_r, std::size_t(bw) * std::max({rest, r_on_r, 1}));
-    if (st.nrhs > 0 || r_on_d > 0) be.ensure(st.work_d, std::size_t(bw) * std::max({r_on_d, st.nrhs, 1}));
-    if (st.qcols() > 0) be.ensure(st.work_q, std::size_t(bw) * std::max(st.n, 1));
+    if (!direct || q_kept) be.ensure(st.S, sub.blocks_size());
+    if (!direct) {
+      be.ensure(st.work_r, std::size_t(bw) * std::max({rest, r_on_r, 1}));
+      if (st.nrhs > 0 || r_on_d > 0) be.ensure(st.work_d, std::size_t(bw) * std::max({r_on_d, st.nrhs, 1}));
+    }
+    if (q_kept) be.ensure(st.work_q, std::size_t(bw) * std::max(st.n, 1));
     T* Xg = X + j0 + std::size_t(j0) * ldx;
     be.givens_generate(lane_r, sub, Xg, ldx, st.cs.data());
-    // The blocks are new buffers' worth: lanes Q and D may still read the last group's (this
-    // update's first group's were last read in an earlier update). The rotations are not, so the
-    // group's sweeps overlap the last group's products on those lanes.
+    // The blocks (and the buffer of rotations two groups back) are new buffers' worth: lanes Q and
+    // D may still read the last group's (this update's first group's were last read in an earlier
+    // update). The rotations are not, so the group's sweeps overlap the last group's products on
+    // those lanes.
     if (st.givens_groups++ > 0) {
       be.dep(lane_q, lane_r);
       be.dep(lane_d, lane_r);
     }
-    be.givens_blocks(lane_r, sub, st.cs.data(), st.S.data());
-    if (st.qcols() > 0) be.dep(lane_r, lane_q);
+    if (!direct) be.givens_blocks(lane_r, sub, st.cs.data(), st.S.data());
+    if (q_kept) be.dep(lane_r, lane_q);
     if (st.nrhs > 0 || r_on_d > 0) be.dep(lane_r, lane_d);
+    if (direct && q_kept) be.givens_blocks(lane_q, sub, st.cs.data(), st.S.data());
     T* const work_rr = lane_rr == lane_d ? st.work_d.data() : st.work_r.data();
-    for (int t = 0; t < sub.blocks(); ++t) {
-      const int s = sub.row0(t), rt = sub.rows(t), g0 = tg.off + j0 + s;
-      const T* St = st.S.data() + std::size_t(t) * bw * bw;
-      // Rows [g0, g0 + rt) := B_t (those rows) = S_t^T (those rows): the strip's later columns on
-      // lane R (the next group's sweeps wait for them), R's (not the strip's columns) on lane_rr,
-      // D's on lane D; Q's columns likewise from the right on lane Q.
-      if (rest > 0) {
-        T* Xr = X + (j0 + s) + std::size_t(j0 + g) * ldx;
-        be.gemm(lane_r, 'T', 'N', rt, rest, rt, T(1), St, bw, Xr, ldx, T(0), st.work_r.data(), bw);
-        be.copy(lane_r, rt, rest, st.work_r.data(), bw, Xr, ldx);
-      }
-      const int c0 = std::max(tg.col_min, g0 - plan.p + tg.col_shift), nc = tg.col_end - c0;
-      if (nc > 0) {
-        be.gemm(lane_rr, 'T', 'N', rt, nc, rt, T(1), St, bw, st.R(g0, c0), st.ldr, T(0), work_rr, bw);
-        be.copy(lane_rr, rt, nc, work_rr, bw, st.R(g0, c0), st.ldr);
-      }
-      if (st.nrhs > 0) {
-        be.gemm(lane_d, 'T', 'N', rt, st.nrhs, rt, T(1), St, bw, st.D(g0, 0), st.ldd, T(0),
-                st.work_d.data(), bw);
-        be.copy(lane_d, rt, st.nrhs, st.work_d.data(), bw, st.D(g0, 0), st.ldd);
-      }
-      if (st.qcols() > 0) {
-        // Q(:, g0 : g0 + rt) := Q(:, ...) B_t^T = Q(:, ...) S_t, so that Q R stays A; on the CPUs
-        // in pieces of Q's rows, each product and its copy back together.
-        be.split(st.n, apply_grain, [&](int r0, int rn) {
-          T* Wq = st.work_q.data() + r0;
-          be.gemm(lane_q, 'N', 'N', rn, rt, rt, T(1), st.Q(r0, g0), st.ldq, St, bw, T(0), Wq, st.n);
-          be.copy(lane_q, rn, rt, Wq, st.n, st.Q(r0, g0), st.ldq);
-        });
-      }
-    }
+    const T *cs = st.cs.data(), *S = st.S.data();
+    const int roff = tg.off + j0;  // row (R, D) or column (Q) of the group's strip row 0
+    // The strip's later columns on lane R (the next group's sweeps wait for them), R's (columns
+    // from row g's col_shift - p on, not the strip's) on lane_rr, D's on lane D; Q's columns
+    // likewise from the right on lane Q, so that Q R stays A.
+    if (rest > 0)
+      apply_givens(be, lane_r, sub, direct, cs, S, 'L', X + std::size_t(j0 + g) * ldx, ldx, j0, 0, rest, no_cshift,
+                   st.work_r.data());
+    if (tg.col_end > tg.col_min)
+      apply_givens(be, lane_rr, sub, direct, cs, S, 'L', st.R(0, 0), st.ldr, roff, tg.col_min, tg.col_end,
+                   tg.col_shift - plan.p, work_rr);
+    if (st.nrhs > 0)
+      apply_givens(be, lane_d, sub, direct, cs, S, 'L', st.D(0, 0), st.ldd, roff, 0, st.nrhs, no_cshift,
+                   st.work_d.data());
+    if (q_kept)
+      apply_givens(be, lane_q, sub, false, cs, S, 'R', st.Q(0, 0), st.ldq, roff, 0, st.n, no_cshift,
+                   st.work_q.data());
   }
   if (ngroups > 1) be.dep(lane_d, lane_r);  // what follows on lane R reads R
 }

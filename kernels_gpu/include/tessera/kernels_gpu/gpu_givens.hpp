@@ -30,6 +30,23 @@ inline std::size_t gpu_givens_sync_count(const givens_plan& plan) { return std::
 template <class T>
 void gpu_givens_blocks(const givens_plan& plan, const T* cs, T* S, cudaStream_t stream);
 
+// The widest block gpu_givens_apply takes (the updates' blocks have w + p <= 192, w <= 128).
+inline constexpr int gpu_givens_apply_max_bw = 192, gpu_givens_apply_max_w = 128;
+
+// A plan's rotations cs (gpu_givens_generate's) applied from the left to the columns of M (ldm)
+// block by block, in the blocks' order t = 0, 1, ..., by one kernel instead of a GEMM and a copy
+// a block: with g = roff + row0(t), M's rows [g, g + rows(t)) in its columns
+// [max(jbeg, g + cshift), jend) (R's columns left of that are zero in those rows and are not
+// touched) take block t's rotations. The same result as gpu_givens_blocks' blocks applied in
+// turn (S_t^T times those rows), up to rounding; arithmetic in double.
+// gpu_givens_apply_fits(plan): bw and w within the limits above and the shared memory it needs
+// (the block's rows of 32 columns and its rotations) within the device's.
+template <class T>
+bool gpu_givens_apply_fits(const givens_plan& plan);
+template <class T>
+void gpu_givens_apply(const givens_plan& plan, const T* cs, T* M, int ldm, int roff, int jbeg, int jend, int cshift,
+                      cudaStream_t stream);
+
 namespace detail {
 // The shared memory a block of the Givens kernels may take: the device's opt-in limit, or less
 // where a test has set one (0: none), so that the forms for GPUs with less than the H100's (the
