@@ -64,4 +64,5 @@ TEST_CASE("tessera_qr_update --json prints one object with the updates and the r
   CHECK(o.out.find("\"op\":\"delete_columns\",\"k\":0,\"p\":5") != std::string::npos);
   CHECK(o.out.find("\"op\":\"rank_update\"") != std::string::npos);
   CHECK(o.out.find("\"passed\":true") != std::string::npos);
+  CHECK(o.out.find("\"residual_ls\":") != std::string::npos);
 }

@@ -1,9 +1,10 @@
 // tessera_qr_update: QR updating (tessera/qr/update.hpp) on a random least-squares problem: a
 // sequence of updates given on the command line or generated, each timed; --check compares the
-// final factors with the matrix the updates made. Exit status: 0 done, 1 a check or the run
-// failed, 2 bad arguments, 3 not enough memory.
+// final factors with the matrix the updates made, and checks the least-squares solution. Exit
+// status: 0 done, 1 a check or the run failed, 2 bad arguments, 3 not enough memory.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -106,7 +107,7 @@ matrix<T> random_matrix(int r, int c, std::mt19937_64& g) {
 
 struct outcome {
   std::vector<update_op> done;
-  double setup_seconds = 0, residual_qr = -1, residual_orth = -1;
+  double setup_seconds = 0, residual_qr = -1, residual_orth = -1, residual_ls = -1;
   bool checked = false, passed = true;
   int rows = 0, cols = 0;
 };
@@ -192,6 +193,17 @@ outcome run(const config& c, std::vector<update_op> ops) {
                             T(1), A2.a.data(), n);
       }
       A = std::move(A2);
+      if ((op.kind == "ir" || op.kind == "dr") && c.nrhs > 0) {  // B's rows go with A's
+        const int n2 = op.kind == "ir" ? n + op.p : n - op.p;
+        matrix<T> B2{n2, c.nrhs, std::vector<T>(std::size_t(n2) * c.nrhs)};
+        for (int j = 0; j < c.nrhs; ++j)
+          for (int i = 0; i < n2; ++i)
+            B2(i, j) = op.kind == "dr" ? B(i < op.k ? i : i + op.p, j)
+                       : i < op.k       ? B(i, j)
+                       : i < op.k + op.p ? BU(i - op.k, j)
+                                         : B(i - op.p, j);
+        B = std::move(B2);
+      }
     }
   }
   out.rows = u.rows();
@@ -219,8 +231,23 @@ outcome run(const config& c, std::vector<update_op> ops) {
       tessera::blas::syrk(CblasUpper, CblasTrans, m, m, T(-1), R.data(), m, T(1), G.data(), m);
       out.residual_qr = double(tessera::blas::lansy('F', 'U', m, G.data(), m)) / (an * an * n * e);
     }
+    if (c.nrhs > 0) {
+      // The least-squares solution through Q^T B: ||A^T (B - A X)|| / (||A|| (||B - A X|| + ||A|| ||X||)
+      // max(n, m, nrhs) eps), its backward error as LAPACK's xQRT17 measures it.
+      std::vector<T> X(std::size_t(m) * c.nrhs), N(std::size_t(m) * c.nrhs);
+      u.solve(qr::host(X.data(), m, c.nrhs, m));
+      auto Res = B.a;
+      tessera::blas::gemm(CblasNoTrans, CblasNoTrans, n, c.nrhs, m, T(-1), A.a.data(), n, X.data(), m, T(1),
+                          Res.data(), n);
+      tessera::blas::gemm(CblasTrans, CblasNoTrans, m, c.nrhs, n, T(1), A.a.data(), n, Res.data(), n, T(0),
+                          N.data(), m);
+      const double rn = tessera::blas::lange('F', n, c.nrhs, Res.data(), n),
+                   xn = tessera::blas::lange('F', m, c.nrhs, X.data(), m),
+                   nn = tessera::blas::lange('F', m, c.nrhs, N.data(), m);
+      out.residual_ls = nn / (an * (rn + an * xn) * std::max({n, m, c.nrhs}) * e);
+    }
     out.checked = true;
-    out.passed = out.residual_qr < 60 && out.residual_orth < 60;
+    out.passed = out.residual_qr < 60 && out.residual_orth < 60 && out.residual_ls < 60;
   }
   return out;
 }
@@ -257,7 +284,7 @@ int main(int argc, char** argv) {
                  "K), rk:R (add a random rank-R U V^T), random:N (N random updates)");
   app.add_option("--nb", c.nb, "panel width of the block Householder updates (0: 64)")->check(CLI::Range(0, 4096));
   app.add_option("--seed", c.seed, "random seed");
-  app.add_flag("--check", c.check, "check ||A - QR||/(||A|| n eps) and ||I - Q^T Q||/(n eps) < 60 at the end");
+  app.add_flag("--check", c.check, "check ||A - QR||/(||A|| n eps), ||I - Q^T Q||/(n eps) and the least-squares solution's backward error (xQRT17's ratio) < 60 at the end");
   app.add_flag("--json", c.json, "print one JSON object instead of text");
   app.add_option("--trace", c.trace, "write the updates' spans as a Chrome trace (FILE.json)");
   try {
@@ -291,9 +318,9 @@ int main(int argc, char** argv) {
                     long_name(r.done[i].kind), r.done[i].k, r.done[i].p, r.done[i].seconds);
       std::printf("]");
       if (r.checked)
-        std::printf(",\"residual_qr\":%.3g,\"residual_orth\":%s,\"passed\":%s", r.residual_qr,
-                    r.residual_orth >= 0 ? std::to_string(r.residual_orth).c_str() : "null",
-                    r.passed ? "true" : "false");
+        std::printf(",\"residual_qr\":%.3g,\"residual_orth\":%s,\"residual_ls\":%s,\"passed\":%s",
+                    r.residual_qr, r.residual_orth >= 0 ? std::to_string(r.residual_orth).c_str() : "null",
+                    r.residual_ls >= 0 ? std::to_string(r.residual_ls).c_str() : "null", r.passed ? "true" : "false");
       std::printf("}\n");
     } else {
       std::printf("factorization: %.4f s\n", r.setup_seconds);
@@ -304,6 +331,7 @@ int main(int argc, char** argv) {
       if (r.checked) {
         std::printf("check: ||A - QR||/(||A|| n eps) = %.3g", r.residual_qr);
         if (r.residual_orth >= 0) std::printf(", ||I - Q^T Q||/(n eps) = %.3g", r.residual_orth);
+        if (r.residual_ls >= 0) std::printf(", least squares %.3g", r.residual_ls);
         std::printf(": %s\n", r.passed ? "passed" : "FAILED");
       }
     }
