@@ -464,6 +464,9 @@ void tp_retriangularize(update_state<B, T>& st, int m, int p, int nb, T* Rs, int
 template <class B, class T>
 void rows_retriangularize(update_state<B, T>& st, int k, int s, int p, int nb, int dc = 0) {
   auto& be = st.be;
+  // Lane D may still be applying this update's earlier rotations to D (a rank-k update's Givens
+  // stage), whose rows lane R moves below, or to R (several groups of sweeps).
+  be.dep(lane_d, lane_r);
   tp_workspace(st, s, p, nb);
   be.copy(lane_r, p, s, st.R(k, k + dc), st.ldr, st.panels.data() + nb, nb + p);
   if (dc > 0) be.shift_upper(lane_r, s, p, dc, st.R(k, k), st.ldr);
@@ -471,9 +474,6 @@ void rows_retriangularize(update_state<B, T>& st, int k, int s, int p, int nb, i
   be.zero(lane_r, p, s, st.R(k + s, k), st.ldr);
   T *d2 = nullptr, *q2 = nullptr;
   if (st.nrhs > 0) {
-    // Lane D may still be applying this update's earlier rotations to D (a rank-k update's Givens
-    // stage), whose rows lane R now moves.
-    be.dep(lane_d, lane_r);
     be.ensure(st.spare_d, std::size_t(p) * st.nrhs);
     d2 = st.spare_d.data();
     be.copy(lane_r, p, st.nrhs, st.D(k, 0), st.ldd, d2, p);
@@ -600,10 +600,11 @@ void givens_update(update_state<B, T>& st, const kernels::givens_plan& plan, T* 
     if (sub.L <= 1 || sub.umax_all() <= 0) continue;
     // R, D and the strip's later columns take the rotations themselves where the backend applies
     // them in one call (`direct`), else the blocks made from them, with GEMMs through the work
-    // buffers; Q takes the blocks either way (made on lane Q where only Q needs them). Directly,
-    // groups alternate between two buffers of rotations: the last group's may still be read.
+    // buffers; Q takes the blocks either way (made on lane Q where only Q needs them). Groups
+    // alternate between two buffers of rotations: a direct group's are read on lanes D and Q while
+    // the next group's are made.
     const bool direct = be.template givens_apply_fits<T>(sub), q_kept = st.qcols() > 0;
-    if (direct && st.givens_groups > 0) be.swap(st.cs, st.cs_prev);
+    if (st.givens_groups > 0) be.swap(st.cs, st.cs_prev);
     be.ensure(st.cs, sub.cs_size());
     const int bw = sub.bw(), rest = plan.p - j0 - g;
     // R's products go on lane D while a later group's sweeps follow on lane R (which then need
