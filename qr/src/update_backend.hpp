@@ -23,6 +23,7 @@
 #include "tessera/kernels_cpu/givens.hpp"
 #include "tessera/kernels_cpu/rotations.hpp"
 #include "tessera/kernels_cpu/trsm_upper.hpp"
+#include "lane_check.hpp"
 
 namespace tessera::qr::detail {
 
@@ -37,6 +38,12 @@ struct host_backend {
     std::size_t size() const noexcept { return v.size(); }
   };
   static constexpr bool on_gpu = false;
+  // The lanes' order checked (lane_check.hpp) when TESSERA_LANE_CHECK is set.
+  std::unique_ptr<lane_checker> chk = lane_checker::from_env();
+  void note(int lane, std::initializer_list<lane_region> reads, std::initializer_list<lane_region> writes,
+            const char* what) {
+    if (chk) chk->access(lane, reads, writes, what);
+  }
 
   // f(first, count) over [0, n), in pieces of at least `grain` run in parallel on the CPUs: the
   // updates' applies are many mid-sized BLAS calls (64 x 564 x 1000), where OpenBLAS's own
@@ -61,15 +68,21 @@ struct host_backend {
   // Makes b hold at least n elements; its contents are lost when it grows.
   template <class T>
   void ensure(buffer<T>& b, std::size_t n) {
-    if (b.v.size() < n) b.v.assign(n, T(0));
+    if (b.v.size() >= n) return;
+    if (chk) chk->forget(b.v.data(), b.v.size() * sizeof(T));
+    b.v.assign(n, T(0));
   }
   template <class T>
   void swap(buffer<T>& a, buffer<T>& b) noexcept { a.v.swap(b.v); }
 
   template <class T>
-  void gemm(int, char ta, char tb, int m, int n, int k, T alpha, const T* A, int lda, const T* B,
+  void gemm(int lane, char ta, char tb, int m, int n, int k, T alpha, const T* A, int lda, const T* B,
             int ldb, T beta, T* C, int ldc) {
     if (m <= 0 || n <= 0) return;
+    note(lane,
+         {ta == 'T' ? block(A, k, m, lda) : block(A, m, k, lda), tb == 'T' ? block(B, n, k, ldb) : block(B, k, n, ldb),
+          beta != T(0) ? block(C, m, n, ldc) : lane_region{}},
+         {block(C, m, n, ldc)}, "gemm");
     if (k <= 0) {  // BLAS would scale C by beta; do the same
       for (int j = 0; j < n; ++j)
         for (int i = 0; i < m; ++i) C[i + std::size_t(j) * ldc] *= beta;
@@ -91,9 +104,11 @@ struct host_backend {
   }
   static constexpr double gemm_grain = 1 << 23;
   template <class T>
-  void trmm(int, char side, char uplo, char ta, char diag, int m, int n, T alpha, const T* A,
+  void trmm(int lane, char side, char uplo, char ta, char diag, int m, int n, T alpha, const T* A,
             int lda, T* B, int ldb) {
     if (m <= 0 || n <= 0) return;
+    const int ka = side == 'L' ? m : n;
+    note(lane, {block(A, ka, ka, lda), block(B, m, n, ldb)}, {block(B, m, n, ldb)}, "trmm");
     blas::trmm(side == 'L' ? CblasLeft : CblasRight, uplo == 'U' ? CblasUpper : CblasLower,
                ta == 'T' ? CblasTrans : CblasNoTrans, diag == 'U' ? CblasUnit : CblasNonUnit, m, n,
                alpha, A, lda, B, ldb);
@@ -110,12 +125,14 @@ struct host_backend {
   // B := R^-1 B, R n x n upper triangular: kernels::trsm_upper (safe where a pivot is below 1 /
   // the largest number).
   template <class T>
-  void solve_upper(int, int n, int nrhs, const T* R, int ldr, T* B, int ldb) {
+  void solve_upper(int lane, int n, int nrhs, const T* R, int ldr, T* B, int ldb) {
+    note(lane, {block(R, n, n, ldr), block(B, n, nrhs, ldb)}, {block(B, n, nrhs, ldb)}, "solve_upper");
     kernels::trsm_upper(n, nrhs, R, ldr, B, ldb);
   }
   // B := A (m x n), the two not overlapping; columns in parallel when there are many.
   template <class T>
-  void copy(int, int m, int n, const T* A, int lda, T* B, int ldb) {
+  void copy(int lane, int m, int n, const T* A, int lda, T* B, int ldb) {
+    note(lane, {block(A, m, n, lda)}, {block(B, m, n, ldb)}, "copy");
     split(n, std::max(1, (1 << 18) / std::max(m, 1)), [&](int j0, int nj) {
       for (int j = j0; j < j0 + nj; ++j)
         std::copy(A + std::size_t(j) * lda, A + std::size_t(j) * lda + m, B + std::size_t(j) * ldb);
@@ -123,18 +140,21 @@ struct host_backend {
   }
   // B (n x m) := A^T (A m x n).
   template <class T>
-  void transpose(int, int m, int n, const T* A, int lda, T* B, int ldb) {
+  void transpose(int lane, int m, int n, const T* A, int lda, T* B, int ldb) {
+    note(lane, {block(A, m, n, lda)}, {block(B, n, m, ldb)}, "transpose");
     for (int j = 0; j < n; ++j)
       for (int i = 0; i < m; ++i) B[j + std::size_t(i) * ldb] = A[i + std::size_t(j) * lda];
   }
   // B -= A.
   template <class T>
-  void sub(int, int m, int n, const T* A, int lda, T* B, int ldb) {
+  void sub(int lane, int m, int n, const T* A, int lda, T* B, int ldb) {
+    note(lane, {block(A, m, n, lda), block(B, m, n, ldb)}, {block(B, m, n, ldb)}, "sub");
     for (int j = 0; j < n; ++j)
       for (int i = 0; i < m; ++i) B[i + std::size_t(j) * ldb] -= A[i + std::size_t(j) * lda];
   }
   template <class T>
-  void zero(int, int m, int n, T* A, int lda) {
+  void zero(int lane, int m, int n, T* A, int lda) {
+    note(lane, {}, {block(A, m, n, lda)}, "zero");
     for (int j = 0; j < n; ++j) std::fill(A + std::size_t(j) * lda, A + std::size_t(j) * lda + m, T(0));
   }
   // A (p x p) := I.
@@ -147,13 +167,15 @@ struct host_backend {
   // (kernels::gpu_shift_upper). Column by column from the left, each top down: every source is
   // read before it is overwritten.
   template <class T>
-  void shift_upper(int, int s, int dr, int dc, T* A, int lda) {
+  void shift_upper(int lane, int s, int dr, int dc, T* A, int lda) {
+    note(lane, {block(A, s + dr, s + dc, lda)}, {block(A, s, s, lda)}, "shift_upper");
     for (int j = 0; j < s; ++j)
       for (int i = 0; i <= j; ++i) A[i + std::size_t(j) * lda] = A[i + dr + std::size_t(j + dc) * lda];
   }
   // R(0:nb+below, 0:nb) := [triu(P(0:nb, 0:nb)); 0] (P == R allowed).
   template <class T>
-  void triu_copy(int, int nb, int below, const T* P, int ldp, T* R, int ldr) {
+  void triu_copy(int lane, int nb, int below, const T* P, int ldp, T* R, int ldr) {
+    note(lane, {block(P, nb, nb, ldp)}, {block(R, nb + below, nb, ldr)}, "triu_copy");
     for (int c = 0; c < nb; ++c)
       for (int r = 0; r < nb + below; ++r)
         R[r + std::size_t(c) * ldr] = r <= c ? P[r + std::size_t(c) * ldp] : T(0);
@@ -161,7 +183,9 @@ struct host_backend {
   // A (nb + below rows, nb columns), a panel factored in place: V := its reflectors with the unit
   // diagonal and zeros above made explicit, A := its R with exact zeros below (A and V apart).
   template <class T>
-  void split_panel(int, int nb, int below, T* A, int lda, T* V, int ldv) {
+  void split_panel(int lane, int nb, int below, T* A, int lda, T* V, int ldv) {
+    note(lane, {block(A, nb + below, nb, lda)}, {block(A, nb + below, nb, lda), block(V, nb + below, nb, ldv)},
+         "split_panel");
     for (int c = 0; c < nb; ++c)
       for (int r = 0; r < nb + below; ++r) {
         T& a = A[r + std::size_t(c) * lda];
@@ -224,15 +248,19 @@ struct host_backend {
   }
   // Householder QR of the panel A (m x n, m >= n) in LAPACK GEQRT form, T (n x n, ldt).
   template <class T>
-  void panel_qr(int, int m, int n, T* A, int lda, T* Tm, int ldt, T* work, std::size_t) {
+  void panel_qr(int lane, int m, int n, T* A, int lda, T* Tm, int ldt, T* work, std::size_t lwork) {
+    note(lane, {block(A, m, n, lda)}, {block(A, m, n, lda), block(Tm, n, n, ldt), span(work, lwork)}, "panel_qr");
     check::lapack_info("tessera::qr::updatable", "GEQRT", blas::geqrt(m, n, n, A, lda, Tm, ldt, work));
   }
   template <class T>
-  void givens_generate(int, const kernels::givens_plan& plan, T* X, int ldx, T* cs) {
+  void givens_generate(int lane, const kernels::givens_plan& plan, T* X, int ldx, T* cs) {
+    note(lane, {block(X, plan.L, plan.p, ldx)}, {block(X, plan.L, plan.p, ldx), span(cs, plan.cs_size())},
+         "givens_generate");
     kernels::givens_generate(plan, X, ldx, cs);
   }
   template <class T>
-  void givens_blocks(int, const kernels::givens_plan& plan, const T* cs, T* S) {
+  void givens_blocks(int lane, const kernels::givens_plan& plan, const T* cs, T* S) {
+    note(lane, {span(cs, plan.cs_size())}, {span(S, plan.blocks_size())}, "givens_blocks");
     kernels::givens_blocks(plan, cs, S);
   }
   // Whether the backend applies a plan's rotations to columns from the left in one call
@@ -247,29 +275,43 @@ struct host_backend {
   // H (rows x cols, ldh, upper Hessenberg) := its triangular form, cs := the rotations
   // (kernels::hessenberg_rotations).
   template <class T>
-  void hessenberg_rotations(int, int rows, int cols, T* H, int ldh, T* cs) {
+  void hessenberg_rotations(int lane, int rows, int cols, T* H, int ldh, T* cs) {
+    note(lane, {block(H, rows, cols, ldh)}, {block(H, rows, cols, ldh), span(cs, 2 * std::size_t(std::min(cols, rows - 1)))},
+         "hessenberg_rotations");
     kernels::hessenberg_rotations(rows, cols, H, ldh, cs);
   }
   // C (k + 1 rows, ncols) := G C and C (nrows, k + 1 columns) := C G^T for those rotations.
   template <class T>
-  void rotations_left(int, int k, int ncols, const T* cs, T* C, int ldc) {
+  void rotations_left(int lane, int k, int ncols, const T* cs, T* C, int ldc) {
+    note(lane, {span(cs, 2 * std::size_t(k)), block(C, k + 1, ncols, ldc)}, {block(C, k + 1, ncols, ldc)},
+         "rotations_left");
     split(ncols, 1, [&](int c0, int cn) { kernels::rotations_left(k, cn, cs, C + std::size_t(c0) * ldc, ldc); });
   }
   template <class T>
-  void rotations_right(int, int nrows, int k, const T* cs, T* C, int ldc) {
+  void rotations_right(int lane, int nrows, int k, const T* cs, T* C, int ldc) {
+    note(lane, {span(cs, 2 * std::size_t(k)), block(C, nrows, k + 1, ldc)}, {block(C, nrows, k + 1, ldc)},
+         "rotations_right");
     split(nrows, 256, [&](int r0, int rn) { kernels::rotations_right(rn, k, cs, C + r0, ldc); });
   }
   // One Givens sweep made from the bottom up (kernels::sweep_up_left, sweep_up_right), likewise.
   template <class T>
-  void sweep_up_left(int, int k, int ncols, const T* cs, T* C, int ldc) {
+  void sweep_up_left(int lane, int k, int ncols, const T* cs, T* C, int ldc) {
+    note(lane, {span(cs, 2 * std::size_t(k) + 2), block(C, k + 1, ncols, ldc)}, {block(C, k + 1, ncols, ldc)},
+         "sweep_up_left");
     split(ncols, 16, [&](int c0, int cn) { kernels::sweep_up_left(k, cn, cs, C + std::size_t(c0) * ldc, ldc); });
   }
   template <class T>
-  void sweep_up_right(int, int nrows, int k, const T* cs, T* C, int ldc) {
+  void sweep_up_right(int lane, int nrows, int k, const T* cs, T* C, int ldc) {
+    note(lane, {span(cs, 2 * std::size_t(k) + 2), block(C, nrows, k + 1, ldc)}, {block(C, nrows, k + 1, ldc)},
+         "sweep_up_right");
     split(nrows, 256, [&](int r0, int rn) { kernels::sweep_up_right(rn, k, cs, C + r0, ldc); });
   }
-  void dep(int, int) {}
-  void sync() {}
+  void dep(int from, int to) {
+    if (chk) chk->dep(from, to);
+  }
+  void sync() {
+    if (chk) chk->sync();
+  }
   // Between host memory (h, ldh) and the backend's (d, ldd).
   template <class T>
   void upload(int lane, int m, int n, const T* h, int ldh, T* d, int ldd) {
@@ -304,6 +346,12 @@ struct gpu_backend {
     std::size_t size() const noexcept { return n; }
   };
   static constexpr bool on_gpu = true;
+  // The lanes' order checked (lane_check.hpp) when TESSERA_LANE_CHECK is set.
+  std::unique_ptr<lane_checker> chk = lane_checker::from_env();
+  void note(int lane, std::initializer_list<lane_region> reads, std::initializer_list<lane_region> writes,
+            const char* what) {
+    if (chk) chk->access(lane, reads, writes, what);
+  }
   // One piece: the calls go to the lane's stream as they are (host_backend::split).
   template <class F>
   void split(int n, int, F&& f) {
@@ -418,6 +466,11 @@ struct gpu_backend {
   void sweep_up_right(int lane, int nrows, int k, const T* cs, T* C, int ldc);
   void dep(int from, int to);
   void sync();
+  // The host waited for lane's stream: what follows on any lane comes after its work.
+  void waited(int lane) {
+    if (chk)
+      for (int l = 0; l < lanes; ++l) chk->dep(lane, l);
+  }
   template <class T>
   void upload(int lane, int m, int n, const T* h, int ldh, T* d, int ldd);
   template <class T>

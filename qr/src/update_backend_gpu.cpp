@@ -107,7 +107,8 @@ struct gpu_resources {
 gpu_backend::gpu_backend() : _r(std::make_unique<gpu_resources>()) {
   _retired.reserve(max_retired + 1);  // so that retiring a buffer never allocates
 }
-gpu_backend::gpu_backend(gpu_backend&& o) noexcept : _r(std::move(o._r)), _retired(std::exchange(o._retired, {})) {}
+gpu_backend::gpu_backend(gpu_backend&& o) noexcept
+    : chk(std::move(o.chk)), _r(std::move(o._r)), _retired(std::exchange(o._retired, {})) {}
 gpu_backend::~gpu_backend() {
   _r.reset();  // waits for the lanes' streams (gpu_resources' destructor)
   for (void* p : _retired) release(p);
@@ -191,6 +192,11 @@ template <class T>
 void gpu_backend::gemm(int lane, char ta, char tb, int m, int n, int k, T alpha, const T* A,
                        int lda, const T* B, int ldb, T beta, T* C, int ldc) {
   if (m <= 0 || n <= 0) return;
+  note(lane,
+       {k <= 0 ? lane_region{} : ta == 'T' ? block(A, k, m, lda) : block(A, m, k, lda),
+        k <= 0 ? lane_region{} : tb == 'T' ? block(B, n, k, ldb) : block(B, k, n, ldb),
+        beta != T(0) ? block(C, m, n, ldc) : lane_region{}},
+       {block(C, m, n, ldc)}, "gemm");
   if (k <= 0) {  // cuBLAS with k = 0 scales C by beta, as BLAS does
     ok(tessera::cublas::geam(_r->h[lane], CUBLAS_OP_N, CUBLAS_OP_N, m, n, beta, C, ldc, T(0), C,
                              ldc, C, ldc),
@@ -206,6 +212,8 @@ template <class T>
 void gpu_backend::trmm(int lane, char side, char uplo, char ta, char diag, int m, int n, T alpha,
                        const T* A, int lda, T* B, int ldb) {
   if (m <= 0 || n <= 0) return;
+  const int ka = side == 'L' ? m : n;
+  note(lane, {block(A, ka, ka, lda), block(B, m, n, ldb)}, {block(B, m, n, ldb)}, "trmm");
   ok(tessera::cublas::trmm(_r->h[lane], side == 'L' ? CUBLAS_SIDE_LEFT : CUBLAS_SIDE_RIGHT,
                            uplo == 'U' ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER, op(ta),
                            diag == 'U' ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT, m, n, alpha, A,
@@ -243,6 +251,7 @@ void gpu_backend::solve_upper(int lane, int n, int nrhs, const T* R, int ldr, T*
     upload(lane, n, nrhs, x.data(), n, B, ldb);
     return;
   }
+  note(lane, {block(R, n, n, ldr), block(B, n, nrhs, ldb)}, {block(B, n, nrhs, ldb)}, "solve_upper");
   ok(tessera::cublas::trsm(_r->h[lane], CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT,
                            n, nrhs, T(1), R, ldr, B, ldb),
      "trsm");
@@ -251,6 +260,7 @@ void gpu_backend::solve_upper(int lane, int n, int nrhs, const T* R, int ldr, T*
 template <class T>
 void gpu_backend::copy(int lane, int m, int n, const T* A, int lda, T* B, int ldb) {
   if (m <= 0 || n <= 0) return;
+  note(lane, {block(A, m, n, lda)}, {block(B, m, n, ldb)}, "copy");
   ok(cudaMemcpy2DAsync(B, std::size_t(ldb) * sizeof(T), A, std::size_t(lda) * sizeof(T),
                        std::size_t(m) * sizeof(T), std::size_t(n), cudaMemcpyDeviceToDevice,
                        _r->s[lane]),
@@ -260,6 +270,7 @@ void gpu_backend::copy(int lane, int m, int n, const T* A, int lda, T* B, int ld
 template <class T>
 void gpu_backend::transpose(int lane, int m, int n, const T* A, int lda, T* B, int ldb) {
   if (m <= 0 || n <= 0) return;
+  note(lane, {block(A, m, n, lda)}, {block(B, n, m, ldb)}, "transpose");
   ok(tessera::cublas::geam(_r->h[lane], CUBLAS_OP_T, CUBLAS_OP_N, n, m, T(1), A, lda, T(0), B, ldb,
                            B, ldb),
      "geam (transpose)");
@@ -268,6 +279,7 @@ void gpu_backend::transpose(int lane, int m, int n, const T* A, int lda, T* B, i
 template <class T>
 void gpu_backend::sub(int lane, int m, int n, const T* A, int lda, T* B, int ldb) {
   if (m <= 0 || n <= 0) return;
+  note(lane, {block(A, m, n, lda), block(B, m, n, ldb)}, {block(B, m, n, ldb)}, "sub");
   ok(tessera::cublas::geam(_r->h[lane], CUBLAS_OP_N, CUBLAS_OP_N, m, n, T(1), B, ldb, T(-1), A,
                            lda, B, ldb),
      "geam (subtract)");
@@ -276,6 +288,7 @@ void gpu_backend::sub(int lane, int m, int n, const T* A, int lda, T* B, int ldb
 template <class T>
 void gpu_backend::zero(int lane, int m, int n, T* A, int lda) {
   if (m <= 0 || n <= 0) return;
+  note(lane, {}, {block(A, m, n, lda)}, "zero");
   ok(cudaMemset2DAsync(A, std::size_t(lda) * sizeof(T), 0, std::size_t(m) * sizeof(T),
                        std::size_t(n), _r->s[lane]),
      "cudaMemset2DAsync");
@@ -283,21 +296,26 @@ void gpu_backend::zero(int lane, int m, int n, T* A, int lda) {
 
 template <class T>
 void gpu_backend::identity(int lane, int p, T* A, int lda) {
+  note(lane, {}, {block(A, p, p, lda)}, "identity");
   kernels::gpu_identity(p, A, lda, _r->s[lane]);
 }
 
 template <class T>
 void gpu_backend::shift_upper(int lane, int s, int dr, int dc, T* A, int lda) {
+  note(lane, {block(A, s + dr, s + dc, lda)}, {block(A, s, s, lda)}, "shift_upper");
   kernels::gpu_shift_upper(s, dr, dc, A, lda, _r->s[lane]);
 }
 
 template <class T>
 void gpu_backend::triu_copy(int lane, int nb, int below, const T* P, int ldp, T* R, int ldr) {
+  note(lane, {block(P, nb, nb, ldp)}, {block(R, nb + below, nb, ldr)}, "triu_copy");
   kernels::gpu_triu_copy(nb, below, P, ldp, R, ldr, _r->s[lane]);
 }
 
 template <class T>
 void gpu_backend::split_panel(int lane, int nb, int below, T* A, int lda, T* V, int ldv) {
+  note(lane, {block(A, nb + below, nb, lda)}, {block(A, nb + below, nb, lda), block(V, nb + below, nb, ldv)},
+       "split_panel");
   kernels::gpu_split_panel(nb, below, A, lda, V, ldv, _r->s[lane]);
 }
 
@@ -315,6 +333,8 @@ template <class T>
 bool gpu_backend::tp_apply(int lane, int nb, int p, int ncols, const T* v, int ldv, const T* Tm, int ldt,
                            T* Ctop, int ldct, T* Cbot, int ldcb) {
   if (!fused_apply_fits<T>(nb + p, nb)) return false;
+  note(lane, {block(v, p, nb, ldv), block(Tm, nb, nb, ldt), block(Ctop, nb, ncols, ldct), block(Cbot, p, ncols, ldcb)},
+       {block(Ctop, nb, ncols, ldct), block(Cbot, p, ncols, ldcb)}, "tp_apply");
   kernels::gpu_tsmqr_fused(p, ncols, nb, Ctop, ldct, Cbot, ldcb, v, ldv, Tm, ldt, _r->s[lane]);
   return true;
 }
@@ -325,6 +345,9 @@ template <class T>
 bool gpu_backend::tp_apply_right(int lane, int nrows, int nb, int p, const T* v, int ldv, const T* Tm, int ldt,
                                  T* Ctop, int ldct, T* Cbot, int ldcb) {
   if (!tp_apply_right_fits(nb, p)) return false;
+  note(lane,
+       {block(v, p, nb, ldv), block(Tm, nb, nb, ldt), block(Ctop, nrows, nb, ldct), block(Cbot, nrows, p, ldcb)},
+       {block(Ctop, nrows, nb, ldct), block(Cbot, nrows, p, ldcb)}, "tp_apply_right");
   kernels::gpu_tp_apply_right(nrows, nb, p, v, ldv, Tm, ldt, Ctop, ldct, Cbot, ldcb, _r->s[lane]);
   return true;
 }
@@ -352,6 +375,13 @@ bool gpu_backend::tp_chain(int lane, int m, int p, int nrhs, T* R, int ldr, T* U
     return false;
   r.epoch = epoch;
   r.chain_lane = lane;
+  note(lane,
+       {block(R, m, m, ldr), block(U, p, m, ldu), nrhs > 0 ? block(C1, m, nrhs, ldc1) : lane_region{},
+        nrhs > 0 ? block(C2, p, nrhs, ldc2) : lane_region{}},
+       {block(R, m, m, ldr), block(U, p, m, ldu), nrhs > 0 ? block(C1, m, nrhs, ldc1) : lane_region{},
+        nrhs > 0 ? block(C2, p, nrhs, ldc2) : lane_region{},
+        span(Tm, std::size_t((m + 31) / 32) * 1024 * std::max(chains, 1))},
+       "tp_chain");
   return true;
 }
 
@@ -361,7 +391,10 @@ void gpu_backend::tp_chain_wait(int lane, int t) {
   auto& r = *_r;
   if (r.wait32) {
     const auto addr = reinterpret_cast<CUdeviceptr>(r.flags + t);
-    if (r.wait32(r.s[lane], addr, static_cast<cuuint32_t>(r.epoch), CU_STREAM_WAIT_VALUE_GEQ) == CUDA_SUCCESS) return;
+    if (r.wait32(r.s[lane], addr, static_cast<cuuint32_t>(r.epoch), CU_STREAM_WAIT_VALUE_GEQ) == CUDA_SUCCESS) {
+      if (chk) chk->dep(r.chain_lane, lane);  // as if for the whole chain: the checker's lanes have no panels
+      return;
+    }
   }
   dep(r.chain_lane, lane);
 }
@@ -370,6 +403,8 @@ template <class T>
 bool gpu_backend::tp_merge_t(int lane, int n, int nb, int p, const T* U, int ldu, const T* Tm, T* S, T* Tb) {
   constexpr int leaf = kernels::gpu_tp_merge_t_max_cols;
   if (!kernels::gpu_tp_merge_t_runs<T>(std::min(n, leaf), nb)) return false;
+  note(lane, {block(U, p, n, ldu), span(Tm, std::size_t(n / nb) * nb * nb)}, {block(S, n, n, n), block(Tb, n, n, n)},
+       "tp_merge_t");
   gemm(lane, 'T', 'N', n, n, p, T(1), U, ldu, U, ldu, T(0), S, n);
   // Wider than the kernel takes: halves at a panel boundary, merged by LARFT's block recurrence,
   // T_12 = -T_11 S_12 T_22 (two GEMMs through Y, S's second half; T's zeros are stored).
@@ -403,14 +438,22 @@ bool gpu_backend::tp_merge_t(int lane, int n, int nb, int p, const T* U, int ldu
 template <class T>
 bool gpu_backend::explicit_apply(int lane, char side, int h, int nb, int other, const T* V, int ldv, const T* Tm,
                                  int ldt, T* C, int ldc) {
+  const auto noted = [&] {
+    note(lane,
+         {block(V, h, nb, ldv), block(Tm, nb, nb, ldt),
+          side == 'L' ? block(C, h, other, ldc) : block(C, other, h, ldc)},
+         {side == 'L' ? block(C, h, other, ldc) : block(C, other, h, ldc)}, "explicit_apply");
+    return true;
+  };
   if (side == 'L' && sizeof(T) == sizeof(float) && fused_apply_fits<T>(h, nb)) {
+    noted();
     kernels::gpu_larfb_fused(h, other, nb, V, ldv, Tm, ldt, C, ldc, _r->s[lane]);
     return true;
   }
   // From the right (Q's columns, thousands of rows) a block an SM: the grid leaves every SM room
   // for the R lane's panel and update, which wait otherwise. False where the device lacks the
   // kernel's shared memory: the caller's cuBLAS calls then.
-  return h <= kernels::gpu_larfb_small_max_rows && nb <= kernels::gpu_larfb_small_max_k &&
+  return h <= kernels::gpu_larfb_small_max_rows && nb <= kernels::gpu_larfb_small_max_k && noted() &&
          kernels::gpu_larfb_small(side, h, other, nb, V, ldv, Tm, ldt, C, ldc, _r->s[lane], side == 'R' ? _r->sms : 0);
 }
 
@@ -425,12 +468,15 @@ std::size_t gpu_backend::panel_work_size(int m, int n) const {
 template <class T>
 bool gpu_backend::panel_split(int lane, int h, int nb, int band, T* A, int lda, T* V, int ldv, T* Tm, int ldt) {
   if (band > kernels::gpu_small_panel_max_band || nb <= kernels::gpu_geqrt_max_ib) return false;
+  note(lane, {block(A, h, nb, lda)}, {block(A, h, nb, lda), block(V, h, nb, ldv), block(Tm, nb, nb, ldt)},
+       "panel_split");
   return kernels::gpu_small_panel_qr(h, nb, band, A, lda, V, ldv, Tm, ldt, _r->s[lane]);
 }
 
 template <class T>
 void gpu_backend::panel_qr(int lane, int m, int n, T* A, int lda, T* Tm, int ldt, T* work,
                            std::size_t lwork) {
+  note(lane, {block(A, m, n, lda)}, {block(A, m, n, lda), block(Tm, n, n, ldt), span(work, lwork)}, "panel_qr");
   kernels::gpu_geqrt(m, n, std::min(n, kernels::gpu_geqrt_max_ib), A, lda, Tm, ldt, work, lwork,
                      _r->h[lane]);
 }
@@ -452,11 +498,14 @@ template <class T>
 void gpu_backend::givens_generate(int lane, const kernels::givens_plan& plan, T* X, int ldx, T* cs) {
   const std::size_t need = kernels::gpu_givens_sync_count(plan);
   int* s = sync_ints(lane, need);
+  note(lane, {block(X, plan.L, plan.p, ldx)}, {block(X, plan.L, plan.p, ldx), span(cs, plan.cs_size())},
+       "givens_generate");
   kernels::gpu_givens_generate(plan, X, ldx, cs, s, _r->ngsync[lane], _r->s[lane]);
 }
 
 template <class T>
 void gpu_backend::givens_blocks(int lane, const kernels::givens_plan& plan, const T* cs, T* S) {
+  note(lane, {span(cs, plan.cs_size())}, {span(S, plan.blocks_size())}, "givens_blocks");
   kernels::gpu_givens_blocks(plan, cs, S, _r->s[lane]);
 }
 
@@ -472,35 +521,49 @@ bool gpu_backend::givens_apply_fits(const kernels::givens_plan& plan) {
 template <class T>
 void gpu_backend::givens_apply(int lane, const kernels::givens_plan& plan, const T* cs, T* M, int ldm, int roff,
                                int jbeg, int jend, int cshift) {
+  const lane_region m = jend > jbeg ? block(M + roff + std::size_t(jbeg) * ldm, plan.L, jend - jbeg, ldm) : lane_region{};
+  note(lane, {span(cs, plan.cs_size()), m}, {m}, "givens_apply");
   kernels::gpu_givens_apply(plan, cs, M, ldm, roff, jbeg, jend, cshift, _r->s[lane]);
 }
 
 template <class T>
 void gpu_backend::hessenberg_rotations(int lane, int rows, int cols, T* H, int ldh, T* cs) {
+  note(lane, {block(H, rows, cols, ldh)},
+       {block(H, rows, cols, ldh), span(cs, 2 * std::size_t(std::max(0, std::min(cols, rows - 1))))},
+       "hessenberg_rotations");
   kernels::gpu_hessenberg_rotations(rows, cols, H, ldh, cs, sync_ints(lane, 1), _r->s[lane]);
 }
 
 template <class T>
 void gpu_backend::rotations_left(int lane, int k, int ncols, const T* cs, T* C, int ldc) {
+  note(lane, {span(cs, 2 * std::size_t(k)), block(C, k + 1, ncols, ldc)}, {block(C, k + 1, ncols, ldc)},
+       "rotations_left");
   kernels::gpu_rotations_left(k, ncols, cs, C, ldc, _r->s[lane]);
 }
 
 template <class T>
 void gpu_backend::rotations_right(int lane, int nrows, int k, const T* cs, T* C, int ldc) {
+  note(lane, {span(cs, 2 * std::size_t(k)), block(C, nrows, k + 1, ldc)}, {block(C, nrows, k + 1, ldc)},
+       "rotations_right");
   kernels::gpu_rotations_right(nrows, k, cs, C, ldc, _r->s[lane]);
 }
 
 template <class T>
 void gpu_backend::sweep_up_left(int lane, int k, int ncols, const T* cs, T* C, int ldc) {
+  note(lane, {span(cs, 2 * std::size_t(k) + 2), block(C, k + 1, ncols, ldc)}, {block(C, k + 1, ncols, ldc)},
+       "sweep_up_left");
   kernels::gpu_sweep_up_left(k, ncols, cs, C, ldc, _r->s[lane]);
 }
 
 template <class T>
 void gpu_backend::sweep_up_right(int lane, int nrows, int k, const T* cs, T* C, int ldc) {
+  note(lane, {span(cs, 2 * std::size_t(k) + 2), block(C, nrows, k + 1, ldc)}, {block(C, nrows, k + 1, ldc)},
+       "sweep_up_right");
   kernels::gpu_sweep_up_right(nrows, k, cs, C, ldc, _r->s[lane]);
 }
 
 void gpu_backend::dep(int from, int to) {
+  if (chk) chk->dep(from, to);
   ok(cudaEventRecord(_r->ev, _r->s[from]), "cudaEventRecord");
   ok(cudaStreamWaitEvent(_r->s[to], _r->ev, 0), "cudaStreamWaitEvent");
 }
@@ -509,6 +572,7 @@ void gpu_backend::sync() {
   for (auto s : _r->s) ok(cudaStreamSynchronize(s), "cudaStreamSynchronize");
   for (void* p : _retired) release(p);
   _retired.clear();
+  if (chk) chk->sync();
 }
 
 void* gpu_backend::replace(void* old, std::size_t bytes) {
@@ -532,8 +596,10 @@ void gpu_backend::upload(int lane, int m, int n, const T* h, int ldh, T* d, int 
                        std::size_t(m) * sizeof(T), std::size_t(n), cudaMemcpyDefault,
                        _r->s[lane]),
      "cudaMemcpy2DAsync (upload)");
+  note(lane, {block(h, m, n, ldh)}, {block(d, m, n, ldd)}, "upload");
   // Pageable host memory may be reused by the caller once we return.
   ok(cudaStreamSynchronize(_r->s[lane]), "cudaStreamSynchronize");
+  waited(lane);
 }
 
 template <class T>
@@ -543,7 +609,9 @@ void gpu_backend::download(int lane, int m, int n, const T* d, int ldd, T* h, in
                        std::size_t(m) * sizeof(T), std::size_t(n), cudaMemcpyDefault,
                        _r->s[lane]),
      "cudaMemcpy2DAsync (download)");
+  note(lane, {block(d, m, n, ldd)}, {block(h, m, n, ldh)}, "download");
   ok(cudaStreamSynchronize(_r->s[lane]), "cudaStreamSynchronize");
+  waited(lane);
 }
 
 template <class T>
