@@ -510,9 +510,10 @@ void gpu_backend::givens_blocks(int lane, const kernels::givens_plan& plan, cons
 }
 
 // Up to 32 sweeps a group (blocks of 128 rotations): against the blocks' GEMMs on the H200, rank
-// 8-32 updates of 8000 x 3000 and deleting 20 rows of 12000 x 6000 were 1-12% faster; groups of
-// 64 sweeps were slower (rank 64 7.2 -> 7.7-8.6 ms, adding 200 columns at 0 1.4x;
-// docs/results/2026-11-29-givens-apply-h200.md).
+// 8-16 updates of 8000 x 3000 and deleting 20 rows of 12000 x 6000 were 2-14% faster, rank 32 the
+// same to 2% (docs/results/2026-11-29-lane-races-h200.md); groups of 64 sweeps were slower (rank 64
+// 7.2 -> 7.7-8.6 ms, adding 200 columns at 0 1.4x; docs/results/2026-11-29-givens-apply-h200.md),
+// and so were wider strips cut into groups of 32.
 template <class T>
 bool gpu_backend::givens_apply_fits(const kernels::givens_plan& plan) {
   return plan.p <= 32 && kernels::gpu_givens_apply_fits<T>(plan);
