@@ -126,4 +126,14 @@ class lane_checker {
   std::mutex _mu;
 };
 
+// What both update backends hold: the checker when TESSERA_LANE_CHECK is set, and note(), which
+// each call makes with the blocks it reads and writes.
+struct lane_checked {
+  std::unique_ptr<lane_checker> chk = lane_checker::from_env();
+  void note(int lane, std::initializer_list<lane_region> reads, std::initializer_list<lane_region> writes,
+            const char* what) {
+    if (chk) chk->access(lane, reads, writes, what);
+  }
+};
+
 }  // namespace tessera::qr::detail

@@ -29,7 +29,7 @@ namespace tessera::qr::detail {
 
 inline constexpr int lane_r = 0, lane_q = 1, lane_d = 2, lanes = 3;
 
-struct host_backend {
+struct host_backend : lane_checked {  // the lanes' order checked when asked (lane_check.hpp)
   template <class T>
   struct buffer {
     std::vector<T> v;
@@ -38,12 +38,6 @@ struct host_backend {
     std::size_t size() const noexcept { return v.size(); }
   };
   static constexpr bool on_gpu = false;
-  // The lanes' order checked (lane_check.hpp) when TESSERA_LANE_CHECK is set.
-  std::unique_ptr<lane_checker> chk = lane_checker::from_env();
-  void note(int lane, std::initializer_list<lane_region> reads, std::initializer_list<lane_region> writes,
-            const char* what) {
-    if (chk) chk->access(lane, reads, writes, what);
-  }
 
   // f(first, count) over [0, n), in pieces of at least `grain` run in parallel on the CPUs: the
   // updates' applies are many mid-sized BLAS calls (64 x 564 x 1000), where OpenBLAS's own
@@ -326,7 +320,7 @@ struct host_backend {
 #if TESSERA_QR_CUDA
 struct gpu_resources;  // streams, handles, the event (update_backend_gpu.cpp)
 
-struct gpu_backend {
+struct gpu_backend : lane_checked {
   template <class T>
   struct buffer {
     T* p = nullptr;
@@ -346,12 +340,6 @@ struct gpu_backend {
     std::size_t size() const noexcept { return n; }
   };
   static constexpr bool on_gpu = true;
-  // The lanes' order checked (lane_check.hpp) when TESSERA_LANE_CHECK is set.
-  std::unique_ptr<lane_checker> chk = lane_checker::from_env();
-  void note(int lane, std::initializer_list<lane_region> reads, std::initializer_list<lane_region> writes,
-            const char* what) {
-    if (chk) chk->access(lane, reads, writes, what);
-  }
   // One piece: the calls go to the lane's stream as they are (host_backend::split).
   template <class F>
   void split(int n, int, F&& f) {

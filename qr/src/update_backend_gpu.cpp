@@ -108,7 +108,7 @@ gpu_backend::gpu_backend() : _r(std::make_unique<gpu_resources>()) {
   _retired.reserve(max_retired + 1);  // so that retiring a buffer never allocates
 }
 gpu_backend::gpu_backend(gpu_backend&& o) noexcept
-    : chk(std::move(o.chk)), _r(std::move(o._r)), _retired(std::exchange(o._retired, {})) {}
+    : lane_checked(std::move(o)), _r(std::move(o._r)), _retired(std::exchange(o._retired, {})) {}
 gpu_backend::~gpu_backend() {
   _r.reset();  // waits for the lanes' streams (gpu_resources' destructor)
   for (void* p : _retired) release(p);
