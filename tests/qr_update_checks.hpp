@@ -386,11 +386,11 @@ void bad_arguments(qr::target on) {
   if (!threw) CHECK(std::abs(double(X(5, 0))) > 1e3);
 }
 
-// Sizes where the panels, the Givens blocks and groups, and both lanes all have several steps.
 // The sequence that failed tessera_qr_update's check in single precision on an H200 (8000 x 3000;
-// docs/results/2026-11-29-givens-apply-h200.md, call 9): ranks 8, 16 and 32, 20 rows deleted at
-// 0, 16 columns added at 100 (R's columns then not a multiple of 32), 2 rows deleted at 50, rank
-// 64; each update checked, so that a failure names it.
+// docs/results/2026-11-29-givens-apply-h200.md, call 9; a race between the lanes,
+// 2026-11-29-lane-races-h200.md): ranks 8, 16 and 32, 20 rows deleted at 0, 16 columns added at
+// 100 (R's columns then not a multiple of 32), 2 rows deleted at 50, rank 64; each update checked,
+// so that a failure names it.
 template <class T>
 void tool_sequence(qr::target on, int n, int m) {
   problem<T> p;
@@ -407,6 +407,7 @@ void tool_sequence(qr::target on, int n, int m) {
   }
 }
 
+// Sizes where the panels, the Givens blocks and groups, and both lanes all have several steps.
 inline void larger_blocks(qr::target on) {
   problem<double> p;
   auto u = make<double>(p, 700, 400, 3, qr::q_mode::full, on, 0);

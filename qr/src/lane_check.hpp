@@ -126,13 +126,97 @@ class lane_checker {
   std::mutex _mu;
 };
 
-// What both update backends hold: the checker when TESSERA_LANE_CHECK is set, and note(), which
-// each call makes with the blocks it reads and writes.
+// What both update backends hold: the checker when TESSERA_LANE_CHECK is set, note(), which each
+// call makes with the blocks it reads and writes, and the footprints of the calls both backends
+// have, named after them (one definition for both; nothing is built when the check is off).
 struct lane_checked {
   std::unique_ptr<lane_checker> chk = lane_checker::from_env();
   void note(int lane, std::initializer_list<lane_region> reads, std::initializer_list<lane_region> writes,
             const char* what) {
     if (chk) chk->access(lane, reads, writes, what);
+  }
+  void note_dep(int from, int to) {
+    if (chk) chk->dep(from, to);
+  }
+  void note_sync() {
+    if (chk) chk->sync();
+  }
+
+  template <class T>
+  void note_gemm(int lane, char ta, char tb, int m, int n, int k, const T* A, int lda, const T* B, int ldb,
+                 bool reads_c, const T* C, int ldc) {
+    if (!chk) return;
+    note(lane,
+         {ta == 'T' ? block(A, k, m, lda) : block(A, m, k, lda), tb == 'T' ? block(B, n, k, ldb) : block(B, k, n, ldb),
+          reads_c ? block(C, m, n, ldc) : lane_region{}},
+         {block(C, m, n, ldc)}, "gemm");
+  }
+  template <class T>
+  void note_trmm(int lane, char side, int m, int n, const T* A, int lda, const T* B, int ldb) {
+    if (!chk) return;
+    const int ka = side == 'L' ? m : n;
+    note(lane, {block(A, ka, ka, lda), block(B, m, n, ldb)}, {block(B, m, n, ldb)}, "trmm");
+  }
+  template <class T>
+  void note_solve_upper(int lane, int n, int nrhs, const T* R, int ldr, const T* B, int ldb) {
+    if (chk) note(lane, {block(R, n, n, ldr), block(B, n, nrhs, ldb)}, {block(B, n, nrhs, ldb)}, "solve_upper");
+  }
+  // B := op(A) (transpose: B is n x m), or B -= A (reads_b).
+  template <class T>
+  void note_copy(int lane, int m, int n, const T* A, int lda, const T* B, int ldb, const char* what = "copy",
+                 bool transpose = false, bool reads_b = false) {
+    if (!chk) return;
+    const lane_region b = transpose ? block(B, n, m, ldb) : block(B, m, n, ldb);
+    note(lane, {block(A, m, n, lda), reads_b ? b : lane_region{}}, {b}, what);
+  }
+  template <class T>
+  void note_zero(int lane, int m, int n, const T* A, int lda) {
+    if (chk) note(lane, {}, {block(A, m, n, lda)}, "zero");
+  }
+  template <class T>
+  void note_shift_upper(int lane, int s, int dr, int dc, const T* A, int lda) {
+    if (chk) note(lane, {block(A, s + dr, s + dc, lda)}, {block(A, s, s, lda)}, "shift_upper");
+  }
+  template <class T>
+  void note_triu_copy(int lane, int nb, int below, const T* P, int ldp, const T* R, int ldr) {
+    if (chk) note(lane, {block(P, nb, nb, ldp)}, {block(R, nb + below, nb, ldr)}, "triu_copy");
+  }
+  template <class T>
+  void note_split_panel(int lane, int nb, int below, const T* A, int lda, const T* V, int ldv) {
+    if (chk)
+      note(lane, {block(A, nb + below, nb, lda)}, {block(A, nb + below, nb, lda), block(V, nb + below, nb, ldv)},
+           "split_panel");
+  }
+  template <class T>
+  void note_panel_qr(int lane, int m, int n, const T* A, int lda, const T* Tm, int ldt, const T* work,
+                     std::size_t lwork) {
+    if (chk)
+      note(lane, {block(A, m, n, lda)}, {block(A, m, n, lda), block(Tm, n, n, ldt), span(work, lwork)}, "panel_qr");
+  }
+  // A plan's sweeps made on X (L x p) into cs, and its blocks made from cs into S.
+  template <class Plan, class T>
+  void note_givens_generate(int lane, const Plan& plan, const T* X, int ldx, const T* cs) {
+    if (chk)
+      note(lane, {block(X, plan.L, plan.p, ldx)}, {block(X, plan.L, plan.p, ldx), span(cs, plan.cs_size())},
+           "givens_generate");
+  }
+  template <class Plan, class T>
+  void note_givens_blocks(int lane, const Plan& plan, const T* cs, const T* S) {
+    if (chk) note(lane, {span(cs, plan.cs_size())}, {span(S, plan.blocks_size())}, "givens_blocks");
+  }
+  // H (rows x cols) made triangular, its min(cols, rows - 1) rotations into cs.
+  template <class T>
+  void note_hessenberg(int lane, int rows, int cols, const T* H, int ldh, const T* cs) {
+    if (!chk) return;
+    const std::size_t k = static_cast<std::size_t>(std::max(0, std::min(cols, rows - 1)));
+    note(lane, {block(H, rows, cols, ldh)}, {block(H, rows, cols, ldh), span(cs, 2 * k)}, "hessenberg_rotations");
+  }
+  // k rotations (or a sweep's, cs[2 .. 2 k + 1]) applied to C's k + 1 rows (left) or columns.
+  template <class T>
+  void note_rotations(int lane, char side, bool sweep, int k, int other, const T* cs, const T* C, int ldc) {
+    if (!chk) return;
+    const lane_region c = side == 'L' ? block(C, k + 1, other, ldc) : block(C, other, k + 1, ldc);
+    note(lane, {span(cs, 2 * std::size_t(k) + (sweep ? 2 : 0)), c}, {c}, sweep ? "givens sweep" : "rotations");
   }
 };
 

@@ -73,10 +73,7 @@ struct host_backend : lane_checked {  // the lanes' order checked when asked (la
   void gemm(int lane, char ta, char tb, int m, int n, int k, T alpha, const T* A, int lda, const T* B,
             int ldb, T beta, T* C, int ldc) {
     if (m <= 0 || n <= 0) return;
-    note(lane,
-         {ta == 'T' ? block(A, k, m, lda) : block(A, m, k, lda), tb == 'T' ? block(B, n, k, ldb) : block(B, k, n, ldb),
-          beta != T(0) ? block(C, m, n, ldc) : lane_region{}},
-         {block(C, m, n, ldc)}, "gemm");
+    note_gemm(lane, ta, tb, m, n, k, A, lda, B, ldb, beta != T(0), C, ldc);
     if (k <= 0) {  // BLAS would scale C by beta; do the same
       for (int j = 0; j < n; ++j)
         for (int i = 0; i < m; ++i) C[i + std::size_t(j) * ldc] *= beta;
@@ -101,8 +98,7 @@ struct host_backend : lane_checked {  // the lanes' order checked when asked (la
   void trmm(int lane, char side, char uplo, char ta, char diag, int m, int n, T alpha, const T* A,
             int lda, T* B, int ldb) {
     if (m <= 0 || n <= 0) return;
-    const int ka = side == 'L' ? m : n;
-    note(lane, {block(A, ka, ka, lda), block(B, m, n, ldb)}, {block(B, m, n, ldb)}, "trmm");
+    note_trmm(lane, side, m, n, A, lda, B, ldb);
     blas::trmm(side == 'L' ? CblasLeft : CblasRight, uplo == 'U' ? CblasUpper : CblasLower,
                ta == 'T' ? CblasTrans : CblasNoTrans, diag == 'U' ? CblasUnit : CblasNonUnit, m, n,
                alpha, A, lda, B, ldb);
@@ -120,13 +116,13 @@ struct host_backend : lane_checked {  // the lanes' order checked when asked (la
   // the largest number).
   template <class T>
   void solve_upper(int lane, int n, int nrhs, const T* R, int ldr, T* B, int ldb) {
-    note(lane, {block(R, n, n, ldr), block(B, n, nrhs, ldb)}, {block(B, n, nrhs, ldb)}, "solve_upper");
+    note_solve_upper(lane, n, nrhs, R, ldr, B, ldb);
     kernels::trsm_upper(n, nrhs, R, ldr, B, ldb);
   }
   // B := A (m x n), the two not overlapping; columns in parallel when there are many.
   template <class T>
   void copy(int lane, int m, int n, const T* A, int lda, T* B, int ldb) {
-    note(lane, {block(A, m, n, lda)}, {block(B, m, n, ldb)}, "copy");
+    note_copy(lane, m, n, A, lda, B, ldb);
     split(n, std::max(1, (1 << 18) / std::max(m, 1)), [&](int j0, int nj) {
       for (int j = j0; j < j0 + nj; ++j)
         std::copy(A + std::size_t(j) * lda, A + std::size_t(j) * lda + m, B + std::size_t(j) * ldb);
@@ -135,20 +131,20 @@ struct host_backend : lane_checked {  // the lanes' order checked when asked (la
   // B (n x m) := A^T (A m x n).
   template <class T>
   void transpose(int lane, int m, int n, const T* A, int lda, T* B, int ldb) {
-    note(lane, {block(A, m, n, lda)}, {block(B, n, m, ldb)}, "transpose");
+    note_copy(lane, m, n, A, lda, B, ldb, "transpose", true);
     for (int j = 0; j < n; ++j)
       for (int i = 0; i < m; ++i) B[j + std::size_t(i) * ldb] = A[i + std::size_t(j) * lda];
   }
   // B -= A.
   template <class T>
   void sub(int lane, int m, int n, const T* A, int lda, T* B, int ldb) {
-    note(lane, {block(A, m, n, lda), block(B, m, n, ldb)}, {block(B, m, n, ldb)}, "sub");
+    note_copy(lane, m, n, A, lda, B, ldb, "sub", false, true);
     for (int j = 0; j < n; ++j)
       for (int i = 0; i < m; ++i) B[i + std::size_t(j) * ldb] -= A[i + std::size_t(j) * lda];
   }
   template <class T>
   void zero(int lane, int m, int n, T* A, int lda) {
-    note(lane, {}, {block(A, m, n, lda)}, "zero");
+    note_zero(lane, m, n, A, lda);
     for (int j = 0; j < n; ++j) std::fill(A + std::size_t(j) * lda, A + std::size_t(j) * lda + m, T(0));
   }
   // A (p x p) := I.
@@ -162,14 +158,14 @@ struct host_backend : lane_checked {  // the lanes' order checked when asked (la
   // read before it is overwritten.
   template <class T>
   void shift_upper(int lane, int s, int dr, int dc, T* A, int lda) {
-    note(lane, {block(A, s + dr, s + dc, lda)}, {block(A, s, s, lda)}, "shift_upper");
+    note_shift_upper(lane, s, dr, dc, A, lda);
     for (int j = 0; j < s; ++j)
       for (int i = 0; i <= j; ++i) A[i + std::size_t(j) * lda] = A[i + dr + std::size_t(j + dc) * lda];
   }
   // R(0:nb+below, 0:nb) := [triu(P(0:nb, 0:nb)); 0] (P == R allowed).
   template <class T>
   void triu_copy(int lane, int nb, int below, const T* P, int ldp, T* R, int ldr) {
-    note(lane, {block(P, nb, nb, ldp)}, {block(R, nb + below, nb, ldr)}, "triu_copy");
+    note_triu_copy(lane, nb, below, P, ldp, R, ldr);
     for (int c = 0; c < nb; ++c)
       for (int r = 0; r < nb + below; ++r)
         R[r + std::size_t(c) * ldr] = r <= c ? P[r + std::size_t(c) * ldp] : T(0);
@@ -178,8 +174,7 @@ struct host_backend : lane_checked {  // the lanes' order checked when asked (la
   // diagonal and zeros above made explicit, A := its R with exact zeros below (A and V apart).
   template <class T>
   void split_panel(int lane, int nb, int below, T* A, int lda, T* V, int ldv) {
-    note(lane, {block(A, nb + below, nb, lda)}, {block(A, nb + below, nb, lda), block(V, nb + below, nb, ldv)},
-         "split_panel");
+    note_split_panel(lane, nb, below, A, lda, V, ldv);
     for (int c = 0; c < nb; ++c)
       for (int r = 0; r < nb + below; ++r) {
         T& a = A[r + std::size_t(c) * lda];
@@ -243,18 +238,17 @@ struct host_backend : lane_checked {  // the lanes' order checked when asked (la
   // Householder QR of the panel A (m x n, m >= n) in LAPACK GEQRT form, T (n x n, ldt).
   template <class T>
   void panel_qr(int lane, int m, int n, T* A, int lda, T* Tm, int ldt, T* work, std::size_t lwork) {
-    note(lane, {block(A, m, n, lda)}, {block(A, m, n, lda), block(Tm, n, n, ldt), span(work, lwork)}, "panel_qr");
+    note_panel_qr(lane, m, n, A, lda, Tm, ldt, work, lwork);
     check::lapack_info("tessera::qr::updatable", "GEQRT", blas::geqrt(m, n, n, A, lda, Tm, ldt, work));
   }
   template <class T>
   void givens_generate(int lane, const kernels::givens_plan& plan, T* X, int ldx, T* cs) {
-    note(lane, {block(X, plan.L, plan.p, ldx)}, {block(X, plan.L, plan.p, ldx), span(cs, plan.cs_size())},
-         "givens_generate");
+    note_givens_generate(lane, plan, X, ldx, cs);
     kernels::givens_generate(plan, X, ldx, cs);
   }
   template <class T>
   void givens_blocks(int lane, const kernels::givens_plan& plan, const T* cs, T* S) {
-    note(lane, {span(cs, plan.cs_size())}, {span(S, plan.blocks_size())}, "givens_blocks");
+    note_givens_blocks(lane, plan, cs, S);
     kernels::givens_blocks(plan, cs, S);
   }
   // Whether the backend applies a plan's rotations to columns from the left in one call
@@ -270,42 +264,33 @@ struct host_backend : lane_checked {  // the lanes' order checked when asked (la
   // (kernels::hessenberg_rotations).
   template <class T>
   void hessenberg_rotations(int lane, int rows, int cols, T* H, int ldh, T* cs) {
-    note(lane, {block(H, rows, cols, ldh)}, {block(H, rows, cols, ldh), span(cs, 2 * std::size_t(std::min(cols, rows - 1)))},
-         "hessenberg_rotations");
+    note_hessenberg(lane, rows, cols, H, ldh, cs);
     kernels::hessenberg_rotations(rows, cols, H, ldh, cs);
   }
   // C (k + 1 rows, ncols) := G C and C (nrows, k + 1 columns) := C G^T for those rotations.
   template <class T>
   void rotations_left(int lane, int k, int ncols, const T* cs, T* C, int ldc) {
-    note(lane, {span(cs, 2 * std::size_t(k)), block(C, k + 1, ncols, ldc)}, {block(C, k + 1, ncols, ldc)},
-         "rotations_left");
+    note_rotations(lane, 'L', false, k, ncols, cs, C, ldc);
     split(ncols, 1, [&](int c0, int cn) { kernels::rotations_left(k, cn, cs, C + std::size_t(c0) * ldc, ldc); });
   }
   template <class T>
   void rotations_right(int lane, int nrows, int k, const T* cs, T* C, int ldc) {
-    note(lane, {span(cs, 2 * std::size_t(k)), block(C, nrows, k + 1, ldc)}, {block(C, nrows, k + 1, ldc)},
-         "rotations_right");
+    note_rotations(lane, 'R', false, k, nrows, cs, C, ldc);
     split(nrows, 256, [&](int r0, int rn) { kernels::rotations_right(rn, k, cs, C + r0, ldc); });
   }
   // One Givens sweep made from the bottom up (kernels::sweep_up_left, sweep_up_right), likewise.
   template <class T>
   void sweep_up_left(int lane, int k, int ncols, const T* cs, T* C, int ldc) {
-    note(lane, {span(cs, 2 * std::size_t(k) + 2), block(C, k + 1, ncols, ldc)}, {block(C, k + 1, ncols, ldc)},
-         "sweep_up_left");
+    note_rotations(lane, 'L', true, k, ncols, cs, C, ldc);
     split(ncols, 16, [&](int c0, int cn) { kernels::sweep_up_left(k, cn, cs, C + std::size_t(c0) * ldc, ldc); });
   }
   template <class T>
   void sweep_up_right(int lane, int nrows, int k, const T* cs, T* C, int ldc) {
-    note(lane, {span(cs, 2 * std::size_t(k) + 2), block(C, nrows, k + 1, ldc)}, {block(C, nrows, k + 1, ldc)},
-         "sweep_up_right");
+    note_rotations(lane, 'R', true, k, nrows, cs, C, ldc);
     split(nrows, 256, [&](int r0, int rn) { kernels::sweep_up_right(rn, k, cs, C + r0, ldc); });
   }
-  void dep(int from, int to) {
-    if (chk) chk->dep(from, to);
-  }
-  void sync() {
-    if (chk) chk->sync();
-  }
+  void dep(int from, int to) { note_dep(from, to); }
+  void sync() { note_sync(); }
   // Between host memory (h, ldh) and the backend's (d, ldd).
   template <class T>
   void upload(int lane, int m, int n, const T* h, int ldh, T* d, int ldd) {
@@ -456,8 +441,7 @@ struct gpu_backend : lane_checked {
   void sync();
   // The host waited for lane's stream: what follows on any lane comes after its work.
   void waited(int lane) {
-    if (chk)
-      for (int l = 0; l < lanes; ++l) chk->dep(lane, l);
+    for (int l = 0; l < lanes; ++l) note_dep(lane, l);
   }
   template <class T>
   void upload(int lane, int m, int n, const T* h, int ldh, T* d, int ldd);

@@ -192,11 +192,7 @@ template <class T>
 void gpu_backend::gemm(int lane, char ta, char tb, int m, int n, int k, T alpha, const T* A,
                        int lda, const T* B, int ldb, T beta, T* C, int ldc) {
   if (m <= 0 || n <= 0) return;
-  note(lane,
-       {k <= 0 ? lane_region{} : ta == 'T' ? block(A, k, m, lda) : block(A, m, k, lda),
-        k <= 0 ? lane_region{} : tb == 'T' ? block(B, n, k, ldb) : block(B, k, n, ldb),
-        beta != T(0) ? block(C, m, n, ldc) : lane_region{}},
-       {block(C, m, n, ldc)}, "gemm");
+  note_gemm(lane, ta, tb, m, n, k, A, lda, B, ldb, beta != T(0), C, ldc);
   if (k <= 0) {  // cuBLAS with k = 0 scales C by beta, as BLAS does
     ok(tessera::cublas::geam(_r->h[lane], CUBLAS_OP_N, CUBLAS_OP_N, m, n, beta, C, ldc, T(0), C,
                              ldc, C, ldc),
@@ -212,8 +208,7 @@ template <class T>
 void gpu_backend::trmm(int lane, char side, char uplo, char ta, char diag, int m, int n, T alpha,
                        const T* A, int lda, T* B, int ldb) {
   if (m <= 0 || n <= 0) return;
-  const int ka = side == 'L' ? m : n;
-  note(lane, {block(A, ka, ka, lda), block(B, m, n, ldb)}, {block(B, m, n, ldb)}, "trmm");
+  note_trmm(lane, side, m, n, A, lda, B, ldb);
   ok(tessera::cublas::trmm(_r->h[lane], side == 'L' ? CUBLAS_SIDE_LEFT : CUBLAS_SIDE_RIGHT,
                            uplo == 'U' ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER, op(ta),
                            diag == 'U' ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT, m, n, alpha, A,
@@ -251,7 +246,7 @@ void gpu_backend::solve_upper(int lane, int n, int nrhs, const T* R, int ldr, T*
     upload(lane, n, nrhs, x.data(), n, B, ldb);
     return;
   }
-  note(lane, {block(R, n, n, ldr), block(B, n, nrhs, ldb)}, {block(B, n, nrhs, ldb)}, "solve_upper");
+  note_solve_upper(lane, n, nrhs, R, ldr, B, ldb);
   ok(tessera::cublas::trsm(_r->h[lane], CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT,
                            n, nrhs, T(1), R, ldr, B, ldb),
      "trsm");
@@ -260,7 +255,7 @@ void gpu_backend::solve_upper(int lane, int n, int nrhs, const T* R, int ldr, T*
 template <class T>
 void gpu_backend::copy(int lane, int m, int n, const T* A, int lda, T* B, int ldb) {
   if (m <= 0 || n <= 0) return;
-  note(lane, {block(A, m, n, lda)}, {block(B, m, n, ldb)}, "copy");
+  note_copy(lane, m, n, A, lda, B, ldb);
   ok(cudaMemcpy2DAsync(B, std::size_t(ldb) * sizeof(T), A, std::size_t(lda) * sizeof(T),
                        std::size_t(m) * sizeof(T), std::size_t(n), cudaMemcpyDeviceToDevice,
                        _r->s[lane]),
@@ -270,7 +265,7 @@ void gpu_backend::copy(int lane, int m, int n, const T* A, int lda, T* B, int ld
 template <class T>
 void gpu_backend::transpose(int lane, int m, int n, const T* A, int lda, T* B, int ldb) {
   if (m <= 0 || n <= 0) return;
-  note(lane, {block(A, m, n, lda)}, {block(B, n, m, ldb)}, "transpose");
+  note_copy(lane, m, n, A, lda, B, ldb, "transpose", true);
   ok(tessera::cublas::geam(_r->h[lane], CUBLAS_OP_T, CUBLAS_OP_N, n, m, T(1), A, lda, T(0), B, ldb,
                            B, ldb),
      "geam (transpose)");
@@ -279,7 +274,7 @@ void gpu_backend::transpose(int lane, int m, int n, const T* A, int lda, T* B, i
 template <class T>
 void gpu_backend::sub(int lane, int m, int n, const T* A, int lda, T* B, int ldb) {
   if (m <= 0 || n <= 0) return;
-  note(lane, {block(A, m, n, lda), block(B, m, n, ldb)}, {block(B, m, n, ldb)}, "sub");
+  note_copy(lane, m, n, A, lda, B, ldb, "sub", false, true);
   ok(tessera::cublas::geam(_r->h[lane], CUBLAS_OP_N, CUBLAS_OP_N, m, n, T(1), B, ldb, T(-1), A,
                            lda, B, ldb),
      "geam (subtract)");
@@ -288,7 +283,7 @@ void gpu_backend::sub(int lane, int m, int n, const T* A, int lda, T* B, int ldb
 template <class T>
 void gpu_backend::zero(int lane, int m, int n, T* A, int lda) {
   if (m <= 0 || n <= 0) return;
-  note(lane, {}, {block(A, m, n, lda)}, "zero");
+  note_zero(lane, m, n, A, lda);
   ok(cudaMemset2DAsync(A, std::size_t(lda) * sizeof(T), 0, std::size_t(m) * sizeof(T),
                        std::size_t(n), _r->s[lane]),
      "cudaMemset2DAsync");
@@ -296,26 +291,25 @@ void gpu_backend::zero(int lane, int m, int n, T* A, int lda) {
 
 template <class T>
 void gpu_backend::identity(int lane, int p, T* A, int lda) {
-  note(lane, {}, {block(A, p, p, lda)}, "identity");
+  note_zero(lane, p, p, A, lda);
   kernels::gpu_identity(p, A, lda, _r->s[lane]);
 }
 
 template <class T>
 void gpu_backend::shift_upper(int lane, int s, int dr, int dc, T* A, int lda) {
-  note(lane, {block(A, s + dr, s + dc, lda)}, {block(A, s, s, lda)}, "shift_upper");
+  note_shift_upper(lane, s, dr, dc, A, lda);
   kernels::gpu_shift_upper(s, dr, dc, A, lda, _r->s[lane]);
 }
 
 template <class T>
 void gpu_backend::triu_copy(int lane, int nb, int below, const T* P, int ldp, T* R, int ldr) {
-  note(lane, {block(P, nb, nb, ldp)}, {block(R, nb + below, nb, ldr)}, "triu_copy");
+  note_triu_copy(lane, nb, below, P, ldp, R, ldr);
   kernels::gpu_triu_copy(nb, below, P, ldp, R, ldr, _r->s[lane]);
 }
 
 template <class T>
 void gpu_backend::split_panel(int lane, int nb, int below, T* A, int lda, T* V, int ldv) {
-  note(lane, {block(A, nb + below, nb, lda)}, {block(A, nb + below, nb, lda), block(V, nb + below, nb, ldv)},
-       "split_panel");
+  note_split_panel(lane, nb, below, A, lda, V, ldv);
   kernels::gpu_split_panel(nb, below, A, lda, V, ldv, _r->s[lane]);
 }
 
@@ -392,7 +386,7 @@ void gpu_backend::tp_chain_wait(int lane, int t) {
   if (r.wait32) {
     const auto addr = reinterpret_cast<CUdeviceptr>(r.flags + t);
     if (r.wait32(r.s[lane], addr, static_cast<cuuint32_t>(r.epoch), CU_STREAM_WAIT_VALUE_GEQ) == CUDA_SUCCESS) {
-      if (chk) chk->dep(r.chain_lane, lane);  // as if for the whole chain: the checker's lanes have no panels
+      note_dep(r.chain_lane, lane);  // as if for the whole chain: the checker's lanes have no panels
       return;
     }
   }
@@ -476,7 +470,7 @@ bool gpu_backend::panel_split(int lane, int h, int nb, int band, T* A, int lda, 
 template <class T>
 void gpu_backend::panel_qr(int lane, int m, int n, T* A, int lda, T* Tm, int ldt, T* work,
                            std::size_t lwork) {
-  note(lane, {block(A, m, n, lda)}, {block(A, m, n, lda), block(Tm, n, n, ldt), span(work, lwork)}, "panel_qr");
+  note_panel_qr(lane, m, n, A, lda, Tm, ldt, work, lwork);
   kernels::gpu_geqrt(m, n, std::min(n, kernels::gpu_geqrt_max_ib), A, lda, Tm, ldt, work, lwork,
                      _r->h[lane]);
 }
@@ -498,14 +492,13 @@ template <class T>
 void gpu_backend::givens_generate(int lane, const kernels::givens_plan& plan, T* X, int ldx, T* cs) {
   const std::size_t need = kernels::gpu_givens_sync_count(plan);
   int* s = sync_ints(lane, need);
-  note(lane, {block(X, plan.L, plan.p, ldx)}, {block(X, plan.L, plan.p, ldx), span(cs, plan.cs_size())},
-       "givens_generate");
+  note_givens_generate(lane, plan, X, ldx, cs);
   kernels::gpu_givens_generate(plan, X, ldx, cs, s, _r->ngsync[lane], _r->s[lane]);
 }
 
 template <class T>
 void gpu_backend::givens_blocks(int lane, const kernels::givens_plan& plan, const T* cs, T* S) {
-  note(lane, {span(cs, plan.cs_size())}, {span(S, plan.blocks_size())}, "givens_blocks");
+  note_givens_blocks(lane, plan, cs, S);
   kernels::gpu_givens_blocks(plan, cs, S, _r->s[lane]);
 }
 
@@ -529,42 +522,36 @@ void gpu_backend::givens_apply(int lane, const kernels::givens_plan& plan, const
 
 template <class T>
 void gpu_backend::hessenberg_rotations(int lane, int rows, int cols, T* H, int ldh, T* cs) {
-  note(lane, {block(H, rows, cols, ldh)},
-       {block(H, rows, cols, ldh), span(cs, 2 * std::size_t(std::max(0, std::min(cols, rows - 1))))},
-       "hessenberg_rotations");
+  note_hessenberg(lane, rows, cols, H, ldh, cs);
   kernels::gpu_hessenberg_rotations(rows, cols, H, ldh, cs, sync_ints(lane, 1), _r->s[lane]);
 }
 
 template <class T>
 void gpu_backend::rotations_left(int lane, int k, int ncols, const T* cs, T* C, int ldc) {
-  note(lane, {span(cs, 2 * std::size_t(k)), block(C, k + 1, ncols, ldc)}, {block(C, k + 1, ncols, ldc)},
-       "rotations_left");
+  note_rotations(lane, 'L', false, k, ncols, cs, C, ldc);
   kernels::gpu_rotations_left(k, ncols, cs, C, ldc, _r->s[lane]);
 }
 
 template <class T>
 void gpu_backend::rotations_right(int lane, int nrows, int k, const T* cs, T* C, int ldc) {
-  note(lane, {span(cs, 2 * std::size_t(k)), block(C, nrows, k + 1, ldc)}, {block(C, nrows, k + 1, ldc)},
-       "rotations_right");
+  note_rotations(lane, 'R', false, k, nrows, cs, C, ldc);
   kernels::gpu_rotations_right(nrows, k, cs, C, ldc, _r->s[lane]);
 }
 
 template <class T>
 void gpu_backend::sweep_up_left(int lane, int k, int ncols, const T* cs, T* C, int ldc) {
-  note(lane, {span(cs, 2 * std::size_t(k) + 2), block(C, k + 1, ncols, ldc)}, {block(C, k + 1, ncols, ldc)},
-       "sweep_up_left");
+  note_rotations(lane, 'L', true, k, ncols, cs, C, ldc);
   kernels::gpu_sweep_up_left(k, ncols, cs, C, ldc, _r->s[lane]);
 }
 
 template <class T>
 void gpu_backend::sweep_up_right(int lane, int nrows, int k, const T* cs, T* C, int ldc) {
-  note(lane, {span(cs, 2 * std::size_t(k) + 2), block(C, nrows, k + 1, ldc)}, {block(C, nrows, k + 1, ldc)},
-       "sweep_up_right");
+  note_rotations(lane, 'R', true, k, nrows, cs, C, ldc);
   kernels::gpu_sweep_up_right(nrows, k, cs, C, ldc, _r->s[lane]);
 }
 
 void gpu_backend::dep(int from, int to) {
-  if (chk) chk->dep(from, to);
+  note_dep(from, to);
   ok(cudaEventRecord(_r->ev, _r->s[from]), "cudaEventRecord");
   ok(cudaStreamWaitEvent(_r->s[to], _r->ev, 0), "cudaStreamWaitEvent");
 }
@@ -573,7 +560,7 @@ void gpu_backend::sync() {
   for (auto s : _r->s) ok(cudaStreamSynchronize(s), "cudaStreamSynchronize");
   for (void* p : _retired) release(p);
   _retired.clear();
-  if (chk) chk->sync();
+  note_sync();
 }
 
 void* gpu_backend::replace(void* old, std::size_t bytes) {
