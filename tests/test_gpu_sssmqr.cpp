@@ -618,54 +618,70 @@ TEST_CASE_TEMPLATE("gpu_ormqr equals LAPACK GEMQRT", T, float, double) {
   MESSAGE("ormqr: largest relative error " << worst);
 }
 
-// gpu_tp_apply_right against [C1 C2] (I - V T V^T), V = [I; U], formed on the host in double:
-// W = (C1 + C2 U) T, C1 - W, C2 - W U^T; row counts around the kernel's 64-row blocks, p around
-// its 32-row chunks of U (0: C1 - C1 T), padded leading dimensions that must come back untouched.
-TEST_CASE_TEMPLATE("gpu_tp_apply_right equals the block reflector from the right", T, float, double) {
-  struct shape { int n, p; };
+// gpu_tp_apply_right against [C1 C2] H_0 H_1 ..., H_i = I - V_i T_i V_i^T, V_i = [I; U_i], formed on
+// the host in double panel by panel: W = C1_i + C2 U_i, Y = W T_i, C1_i - Y, C2 - Y U_i^T. Row counts
+// around the kernel's 8-row warps and 32-row blocks, p around its 8-column tiles up to the largest
+// it takes (0: C1 - C1 T), groups of one to four panels with a partial last one; T's lower parts
+// and the slots beyond a partial panel hold 1e30 (never read), padded leading dimensions of U and C
+// must come back untouched.
+TEST_CASE_TEMPLATE("gpu_tp_apply_right equals the panels' block reflectors from the right", T, float, double) {
+  struct shape { int n, p, w; };
+  constexpr int nb = 32;
   blas b;
   double worst = 0;
-  for (const shape c : {shape{1, 1}, shape{63, 0}, shape{64, 31}, shape{65, 32}, shape{200, 33}, shape{130, 100},
-                        shape{257, 128}}) {
+  for (const shape c : {shape{1, 1, 32}, shape{63, 0, 32}, shape{8, 31, 64}, shape{33, 32, 17}, shape{200, 33, 96},
+                        shape{130, 100, 64}, shape{257, 128, 120}, shape{71, 127, 45}, shape{300, 64, 128},
+                        shape{40, 5, 1}}) {
     CAPTURE(c.n);
     CAPTURE(c.p);
-    const int nb = 32;
-    mat<T> U(std::max(c.p, 1), nb, 1), Tm(nb, nb, 2), C1(c.n, nb, 3), C2(c.n, std::max(c.p, 1), 2);
+    CAPTURE(c.w);
+    const int npan = (c.w + nb - 1) / nb;
+    mat<T> U(std::max(c.p, 1), c.w, 3), Tm(nb, nb * npan), C1(c.n, c.w, 2), C2(c.n, std::max(c.p, 1), 1);
     U.randomize();
-    Tm.randomize();
     C1.randomize();
     C2.randomize();
-    std::vector<double> W(std::size_t(c.n) * nb), WT(std::size_t(c.n) * nb);
-    for (int i = 0; i < c.n; ++i)
-      for (int j = 0; j < nb; ++j) {
-        double w = C1(i, j);
-        for (int k = 0; k < c.p; ++k) w += double(C2(i, k)) * double(U(k, j));
-        W[i + std::size_t(j) * c.n] = w;
-      }
-    for (int i = 0; i < c.n; ++i)
-      for (int j = 0; j < nb; ++j) {
-        double w = 0;
-        for (int l = 0; l <= j; ++l) w += W[i + std::size_t(l) * c.n] * double(Tm(l, j));
-        WT[i + std::size_t(j) * c.n] = w;
-      }
-    mat<T> want1 = C1, want2 = C2;
-    for (int i = 0; i < c.n; ++i) {
-      for (int j = 0; j < nb; ++j) want1(i, j) = T(double(C1(i, j)) - WT[i + std::size_t(j) * c.n]);
-      for (int k = 0; k < c.p; ++k) {
-        double y = C2(i, k);
-        for (int j = 0; j < nb; ++j) y -= WT[i + std::size_t(j) * c.n] * double(U(k, j));
-        want2(i, k) = T(y);
-      }
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    for (int t = 0; t < npan; ++t) {
+      const int jb = std::min(nb, c.w - t * nb);
+      for (int j = 0; j < nb; ++j)
+        for (int i = 0; i < nb; ++i) Tm(i, t * nb + j) = i <= j && j < jb ? T(u(rng())) : T(1e30);
     }
-    for (int j = 0; j < nb; ++j)  // below T's diagonal: not read
-      for (int i = j + 1; i < nb; ++i) Tm(i, j) = T(1e30);
+    // The reference in double, panel by panel.
+    std::vector<double> c1(std::size_t(c.n) * c.w), c2(std::size_t(c.n) * std::max(c.p, 1));
+    for (int j = 0; j < c.w; ++j)
+      for (int i = 0; i < c.n; ++i) c1[i + std::size_t(j) * c.n] = C1(i, j);
+    for (int j = 0; j < c.p; ++j)
+      for (int i = 0; i < c.n; ++i) c2[i + std::size_t(j) * c.n] = C2(i, j);
+    for (int t = 0; t < npan; ++t) {
+      const int c0 = t * nb, jb = std::min(nb, c.w - c0);
+      std::vector<double> W(std::size_t(c.n) * jb), Y(std::size_t(c.n) * jb, 0.0);
+      for (int j = 0; j < jb; ++j)
+        for (int i = 0; i < c.n; ++i) {
+          double w = c1[i + std::size_t(c0 + j) * c.n];
+          for (int k = 0; k < c.p; ++k) w += c2[i + std::size_t(k) * c.n] * double(U(k, c0 + j));
+          W[i + std::size_t(j) * c.n] = w;
+        }
+      for (int j = 0; j < jb; ++j)
+        for (int l = 0; l <= j; ++l)
+          for (int i = 0; i < c.n; ++i) Y[i + std::size_t(j) * c.n] += W[i + std::size_t(l) * c.n] * double(Tm(l, c0 + j));
+      for (int j = 0; j < jb; ++j)
+        for (int i = 0; i < c.n; ++i) c1[i + std::size_t(c0 + j) * c.n] -= Y[i + std::size_t(j) * c.n];
+      for (int k = 0; k < c.p; ++k)
+        for (int j = 0; j < jb; ++j)
+          for (int i = 0; i < c.n; ++i) c2[i + std::size_t(k) * c.n] -= Y[i + std::size_t(j) * c.n] * double(U(k, c0 + j));
+    }
+    mat<T> want1 = C1, want2 = C2;
+    for (int j = 0; j < c.w; ++j)
+      for (int i = 0; i < c.n; ++i) want1(i, j) = T(c1[i + std::size_t(j) * c.n]);
+    for (int j = 0; j < c.p; ++j)
+      for (int i = 0; i < c.n; ++i) want2(i, j) = T(c2[i + std::size_t(j) * c.n]);
     dev<T> dU(U), dT(Tm), dC1(C1), dC2(C2);
-    gpu_tp_apply_right<T>(c.n, nb, c.p, dU.p, U.ld, dT.p, Tm.ld, dC1.p, C1.ld, dC2.p, C2.ld, b.s);
+    REQUIRE(gpu_tp_apply_right<T>(c.n, c.w, c.p, dU.p, U.ld, dT.p, dC1.p, C1.ld, dC2.p, C2.ld, b.s));
     b.sync();
     mat<T> got1 = C1, got2 = C2;
     dC1.get(got1);
     dC2.get(got2);
-    const double tol = tolerance<T>(nb + c.p), e1 = rel_error(got1, want1), e2 = rel_error(got2, want2);
+    const double tol = tolerance<T>(nb * npan + c.p), e1 = rel_error(got1, want1), e2 = rel_error(got2, want2);
     CHECK(e1 <= tol);
     CHECK(e2 <= tol);
     CHECK(same_outside(got1, C1, 0, c.n));
@@ -673,10 +689,13 @@ TEST_CASE_TEMPLATE("gpu_tp_apply_right equals the block reflector from the right
     worst = std::max({worst, e1, e2});
   }
   MESSAGE("gpu_tp_apply_right: largest relative error " << worst);
-  CHECK_THROWS_WITH_AS(gpu_tp_apply_right<double>(8, 16, 4, nullptr, 4, nullptr, 32, nullptr, 8, nullptr, 8, b.s),
-                       doctest::Contains("nb = 16"), std::invalid_argument);
-  CHECK_THROWS_WITH_AS(gpu_tp_apply_right<double>(8, 32, 4, nullptr, 3, nullptr, 32, nullptr, 8, nullptr, 8, b.s),
+  dev<double> any(1);  // not touched: p is beyond what the kernel takes
+  CHECK_FALSE(gpu_tp_apply_right<double>(8, 32, gpu_tp_apply_right_max_p + 1, any.p, 300, any.p, any.p, 8, any.p, 8,
+                                         b.s));
+  CHECK_THROWS_WITH_AS(gpu_tp_apply_right<double>(8, 32, 4, nullptr, 3, nullptr, nullptr, 8, nullptr, 8, b.s),
                        doctest::Contains("ldu = 3"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(gpu_tp_apply_right<double>(8, -1, 4, nullptr, 4, nullptr, nullptr, 8, nullptr, 8, b.s),
+                       doctest::Contains("w = -1"), std::invalid_argument);
 }
 
 // gpu_shift_upper against the same move done entry by entry from a copy (no overlap there): the

@@ -1,131 +1,144 @@
-// [C1 C2] := [C1 C2] (I - V T V^T), V = [I; U], in one kernel (gpu_tpqrt.hpp): a QR update's
-// lane Q taking a panel of gpu_tpqrt_chain's reflectors from the right. With cuBLAS that is five
-// calls a panel (copy, two GEMMs, TRMM, subtraction), 12-27 us of host time each on the H200's host,
-// which made lane Q, not the chain, the end of such updates (docs/results/2026-11-29-rank-k-as-rows-h200.md).
+// [C1 C2] := [C1 C2] (I - V_0 T_0 V_0^T) (I - V_1 T_1 V_1^T) ..., V_i = [I; U_i], in one kernel
+// (gpu_tpqrt.hpp): a QR update's lane Q taking a group of gpu_tpqrt_chain's panels from the right.
+// With cuBLAS that is five calls a panel (copy, two GEMMs, TRMM, subtraction), 12-27 us of host time
+// each on the H200's host, which made lane Q, not the chain, the end of such updates
+// (docs/results/2026-11-29-rank-k-as-rows-h200.md).
 //
-// A thread block takes 128 rows of C: W = C1 + C2 U (U staged in shared memory 32 of its rows at a
-// time), W := W T, C1 -= W, C2 -= W U^T; a thread two rows and 8 of the 32 columns, in double.
+// Products from the right leave C's rows independent, so a warp takes 8 rows through every panel of
+// the group with no barrier but the block's staging of U_i and T_i: its rows of C2 stay in shared
+// memory, and each panel is W = C1_i + C2 U_i, Y = W T_i, C1_i -= Y, C2 -= Y U_i^T on the tensor cores
+// (m8n8k4 in double; single precision is computed in double too).
 #include <algorithm>
 
 #include <tessera/kernels_gpu/gpu_tpqrt.hpp>
 
 #include "check.hpp"
+#include "per_device.hpp"
 
 namespace tessera::kernels {
 namespace {
 
-constexpr int nb = 32, rows = 128, threads = 256, kc = 32, cols_a_thread = nb / 4;
-static_assert(cols_a_thread == 8 && kc / 4 == 8, "fma_2x8 takes 8 columns (and 8 of U's rows) a thread");
+constexpr int nb = 32, warps = 4, threads = 32 * warps, rows = 8 * warps;
+// Column-major slabs whose leading dimensions are 4 (mod 16) doubles: a fragment's 16 lanes of a
+// half-warp (rows gr, columns tq, or the transpose) then read 16 different 8-byte banks.
+constexpr int ldw = 12, ldt = nb + 4;
+__host__ __device__ constexpr int round8(int p) { return (p + 7) / 8 * 8; }
+__host__ __device__ constexpr int ld_u(int p) { return round8(p) + (round8(p) % 16 == 0 ? 4 : 12); }
+// Doubles of shared memory: U_i and T_i for the block, a warp's rows of C2 and its W.
+constexpr int shared_doubles(int p) { return ld_u(p) * nb + ldt * nb + warps * ldw * (round8(p) + nb); }
 
-// y[h][c] += a_h v[c] for the thread's two rows, v eight consecutive doubles of shared memory
-// (16-byte aligned, four 128-bit loads): every product of the kernel, each v serving both rows.
-__device__ __forceinline__ void fma_2x8(double (&y)[2][8], double a0, double a1, const double* p) {
-  double v[8];
-#pragma unroll
-  for (int q = 0; q < 4; ++q) {
-    const double2 x = reinterpret_cast<const double2*>(p)[q];
-    v[2 * q] = x.x, v[2 * q + 1] = x.y;
-  }
-#pragma unroll
-  for (int c = 0; c < 8; ++c) y[0][c] = fma(a0, v[c], y[0][c]), y[1][c] = fma(a1, v[c], y[1][c]);
+// c += a b for one 8 x 8 tile: a is the lane's entry of the 8 x 4 A operand (row gr, column tq),
+// b of the 4 x 8 B (row tq, column gr); c holds row gr, columns 2 tq and 2 tq + 1.
+__device__ __forceinline__ void dmma(double (&c)[2], double a, double b) {
+  asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};"
+      : "+d"(c[0]), "+d"(c[1])
+      : "d"(a), "d"(b));
 }
 
-// A thread: rows r and r + 64 of the block's 128, columns c0 .. c0 + 7 (and in C2's update U's rows
-// kq .. kq + 7 of each chunk): each value of U or T loaded from shared memory serves two rows.
 template <class T>
-__global__ void __launch_bounds__(threads) tp_apply_right_kernel(int n, int p, const T* U, int ldu, const T* Tm,
-                                                                 int ldt, T* C1, int ldc1, T* C2, int ldc2) {
-  // 48 KB in all. A warp reads one row of Ub or Ts at a time (its threads share c0 and kq):
-  // broadcasts; W is stored column by column, so that a warp's 32 rows are 32 banks.
-  __shared__ __align__(16) double Ub[kc][nb];  // U's rows k0 .. k0 + kc, or (C2's update) transposed
-  __shared__ __align__(16) double Ts[nb][nb];  // T, zeros below the diagonal
-  __shared__ double Ws[nb][rows];
-  const int tid = static_cast<int>(threadIdx.x), r = tid & 63, c0 = (tid >> 6) * cols_a_thread;
-  const int row0 = static_cast<int>(blockIdx.x) * rows + r;
-  bool live[2];
-  for (int h = 0; h < 2; ++h) live[h] = row0 + 64 * h < n;
-  for (int idx = tid; idx < nb * nb; idx += threads) {
-    const int i = idx % nb, c = idx / nb;
-    Ts[i][c] = i <= c ? static_cast<double>(Tm[i + static_cast<std::size_t>(c) * ldt]) : 0.0;
+__global__ void __launch_bounds__(threads) tp_apply_right_kernel(int n, int w, int p, const T* __restrict__ U,
+                                                                 int ldu, const T* __restrict__ Tm, T* C1, int ldc1,
+                                                                 T* C2, int ldc2) {
+  extern __shared__ double smem[];
+  const int p8 = round8(p), lu = ld_u(p);
+  const int tid = static_cast<int>(threadIdx.x), warp = tid >> 5, lane = tid & 31, gr = lane >> 2, tq = lane & 3;
+  double* Us = smem;            // U_i, p8 x nb, zeros beyond p rows and the panel's columns
+  double* Ts = Us + lu * nb;    // T_i, zeros below the diagonal and beyond the panel's columns
+  double* C2w = Ts + ldt * nb + warp * ldw * (p8 + nb);  // the warp's 8 rows of C2 (zeros beyond n, p)
+  double* Wb = C2w + ldw * p8;                           // the warp's W, then -Y
+  const int r0 = static_cast<int>(blockIdx.x) * rows + warp * 8, row = r0 + gr;
+  const bool live = row < n;
+  for (int idx = lane; idx < 8 * p8; idx += 32) {
+    const int i = idx & 7, j = idx >> 3;
+    C2w[i + j * ldw] = r0 + i < n && j < p ? static_cast<double>(C2[r0 + i + static_cast<std::size_t>(j) * ldc2]) : 0.0;
   }
-  auto stage_u = [&](int k0, bool transposed) {  // the last chunk's reads are behind a barrier
-    const int kn = min(kc, p - k0);
-    for (int idx = tid; idx < kc * nb; idx += threads) {
-      const int k = idx % kc, c = idx / kc;
-      const double u = k < kn ? static_cast<double>(U[k0 + k + static_cast<std::size_t>(c) * ldu]) : 0.0;
-      if (transposed) Ub[c][k] = u;
-      else Ub[k][c] = u;
+  for (int c0 = 0; c0 < w; c0 += nb) {
+    const int jb = min(nb, w - c0);
+    __syncthreads();  // every warp is done with the previous panel's U and T
+    for (int idx = tid; idx < p8 * nb; idx += threads) {
+      const int k = idx % p8, c = idx / p8;
+      Us[k + c * lu] = k < p && c < jb ? static_cast<double>(U[k + static_cast<std::size_t>(c0 + c) * ldu]) : 0.0;
     }
-  };
-  double w[2][cols_a_thread];
-  for (int h = 0; h < 2; ++h)
-#pragma unroll
-    for (int c = 0; c < cols_a_thread; ++c)
-      w[h][c] = live[h] ? static_cast<double>(C1[row0 + 64 * h + static_cast<std::size_t>(c0 + c) * ldc1]) : 0.0;
-  // W = C1 + C2 U
-  for (int k0 = 0; k0 < p; k0 += kc) {
-    __syncthreads();
-    stage_u(k0, false);
-    __syncthreads();
-    const int kn = min(kc, p - k0);
-    for (int k = 0; k < kn; ++k) {
-      double x[2];
-      for (int h = 0; h < 2; ++h)
-        x[h] = live[h] ? static_cast<double>(C2[row0 + 64 * h + static_cast<std::size_t>(k0 + k) * ldc2]) : 0.0;
-      fma_2x8(w, x[0], x[1], &Ub[k][c0]);
+    const T* Tp = Tm + static_cast<std::size_t>(c0) * nb;
+    for (int idx = tid; idx < nb * nb; idx += threads) {
+      const int i = idx % nb, c = idx / nb;
+      Ts[i + c * ldt] = i <= c && c < jb ? static_cast<double>(Tp[i + c * nb]) : 0.0;
     }
-  }
-  for (int h = 0; h < 2; ++h)
+    __syncthreads();
+    // W = C1 + C2 U: the warp's 8 rows, four tiles of 8 columns.
+    double q1[4][2], acc[4][2];
 #pragma unroll
-    for (int c = 0; c < cols_a_thread; ++c) Ws[c0 + c][r + 64 * h] = w[h][c];
-  __syncthreads();
-  // W := W T (T's zeros below the diagonal: no branch), C1 -= W
-  double y[2][cols_a_thread] = {};
-#pragma unroll 4
-  for (int l = 0; l < nb; ++l) fma_2x8(y, Ws[l][r], Ws[l][r + 64], &Ts[l][c0]);
-  __syncthreads();
-  for (int h = 0; h < 2; ++h)
+    for (int tj = 0; tj < 4; ++tj)
 #pragma unroll
-    for (int c = 0; c < cols_a_thread; ++c) {
-      Ws[c0 + c][r + 64 * h] = y[h][c];
-      if (live[h]) {
-        T& d = C1[row0 + 64 * h + static_cast<std::size_t>(c0 + c) * ldc1];
-        d = static_cast<T>(static_cast<double>(d) - y[h][c]);
+      for (int h = 0; h < 2; ++h) {
+        const int c = 8 * tj + 2 * tq + h;
+        q1[tj][h] = live && c < jb ? static_cast<double>(C1[row + static_cast<std::size_t>(c0 + c) * ldc1]) : 0.0;
+        acc[tj][h] = q1[tj][h];
       }
-    }
-  // C2 -= W U^T, U's rows a chunk at a time, a thread 8 of the chunk's rows
-  const int kq = (tid >> 6) * (kc / 4);
-  for (int k0 = 0; k0 < p; k0 += kc) {
-    __syncthreads();
-    stage_u(k0, true);
-    __syncthreads();
-    double a[2][kc / 4] = {};
-#pragma unroll 4
-    for (int c = 0; c < nb; ++c) fma_2x8(a, Ws[c][r], Ws[c][r + 64], &Ub[c][kq]);
-    for (int h = 0; h < 2; ++h)
-      if (live[h])
+    for (int k = 0; k < p8; k += 4) {
+      const double a = C2w[gr + (k + tq) * ldw];
 #pragma unroll
-        for (int j = 0; j < kc / 4; ++j)
-          if (k0 + kq + j < p) {
-            T& d = C2[row0 + 64 * h + static_cast<std::size_t>(k0 + kq + j) * ldc2];
-            d = static_cast<T>(static_cast<double>(d) - a[h][j]);
-          }
+      for (int tj = 0; tj < 4; ++tj) dmma(acc[tj], a, Us[k + tq + (8 * tj + gr) * lu]);
+    }
+#pragma unroll
+    for (int tj = 0; tj < 4; ++tj)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) Wb[gr + (8 * tj + 2 * tq + h) * ldw] = acc[tj][h];
+    __syncwarp();
+    // Y = W T (T's blocks below the diagonal skipped), C1 -= Y.
+    double y[4][2] = {};
+#pragma unroll
+    for (int k = 0; k < nb; k += 4) {
+      const double a = Wb[gr + (k + tq) * ldw];
+#pragma unroll
+      for (int tj = 0; tj < 4; ++tj)
+        if (k <= 8 * tj + 7) dmma(y[tj], a, Ts[k + tq + (8 * tj + gr) * ldt]);
+    }
+#pragma unroll
+    for (int tj = 0; tj < 4; ++tj)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int c = 8 * tj + 2 * tq + h;
+        if (live && c < jb) C1[row + static_cast<std::size_t>(c0 + c) * ldc1] = static_cast<T>(q1[tj][h] - y[tj][h]);
+      }
+    __syncwarp();  // W read by every lane
+#pragma unroll
+    for (int tj = 0; tj < 4; ++tj)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) Wb[gr + (8 * tj + 2 * tq + h) * ldw] = -y[tj][h];
+    __syncwarp();
+    // C2 -= Y U^T, eight columns of C2 at a time.
+    double a8[nb / 4];
+#pragma unroll
+    for (int kk = 0; kk < nb / 4; ++kk) a8[kk] = Wb[gr + (4 * kk + tq) * ldw];
+    for (int j0 = 0; j0 < p8; j0 += 8) {
+      double c[2] = {C2w[gr + (j0 + 2 * tq) * ldw], C2w[gr + (j0 + 2 * tq + 1) * ldw]};
+#pragma unroll
+      for (int kk = 0; kk < nb / 4; ++kk) dmma(c, a8[kk], Us[j0 + gr + (4 * kk + tq) * lu]);
+      C2w[gr + (j0 + 2 * tq) * ldw] = c[0];
+      C2w[gr + (j0 + 2 * tq + 1) * ldw] = c[1];
+    }
+    __syncwarp();
+  }
+  __syncwarp();
+  for (int idx = lane; idx < 8 * p8; idx += 32) {
+    const int i = idx & 7, j = idx >> 3;
+    if (r0 + i < n && j < p) C2[r0 + i + static_cast<std::size_t>(j) * ldc2] = static_cast<T>(C2w[i + j * ldw]);
   }
 }
 
 }  // namespace
 
 template <class T>
-void gpu_tp_apply_right(int n, int nbv, int p, const T* U, int ldu, const T* Tm, int ldt, T* C1, int ldc1, T* C2,
-                        int ldc2, cudaStream_t stream) {
+bool gpu_tp_apply_right(int n, int w, int p, const T* U, int ldu, const T* Tm, T* C1, int ldc1, T* C2, int ldc2,
+                        cudaStream_t stream) {
   constexpr const char* fn = "tessera::kernels::gpu_tp_apply_right";
   using detail::require_ge;
   require_ge(fn, "n", n, "0", 0);
+  require_ge(fn, "w", w, "0", 0);
   require_ge(fn, "p", p, "0", 0);
-  tessera::check::require_eq(fn, "nb", nbv, "32", nb);
-  if (n == 0) return;
+  if (n == 0 || w == 0) return true;
   require_ge(fn, "ldc1", ldc1, "n", n);
-  require_ge(fn, "ldt", ldt, "nb", nb);
   if (p > 0) {
     require_ge(fn, "ldu", ldu, "p", p);
     require_ge(fn, "ldc2", ldc2, "n", n);
@@ -134,14 +147,20 @@ void gpu_tp_apply_right(int n, int nbv, int p, const T* U, int ldu, const T* Tm,
   }
   detail::require_ptr(fn, "C1", C1);
   detail::require_ptr(fn, "T", Tm);
-  tp_apply_right_kernel<T><<<static_cast<unsigned>((n + rows - 1) / rows), threads, 0, stream>>>(
-      n, p, U, ldu, Tm, ldt, C1, ldc1, C2, ldc2);
+  if (p > gpu_tp_apply_right_max_p) return false;
+  const int bytes = shared_doubles(p) * static_cast<int>(sizeof(double));
+  if (bytes > detail::shared_optin_bytes(fn)) return false;
+  static detail::per_device_value allowed;
+  detail::allow_shared_memory(allowed, fn, tp_apply_right_kernel<T>, detail::shared_optin_bytes(fn));
+  tp_apply_right_kernel<T><<<static_cast<unsigned>((n + rows - 1) / rows), threads, bytes, stream>>>(
+      n, w, p, U, ldu, Tm, C1, ldc1, C2, ldc2);
   detail::check(fn, "tp_apply_right_kernel launch", cudaGetLastError());
+  return true;
 }
 
-template void gpu_tp_apply_right<float>(int, int, int, const float*, int, const float*, int, float*, int, float*, int,
+template bool gpu_tp_apply_right<float>(int, int, int, const float*, int, const float*, float*, int, float*, int,
                                         cudaStream_t);
-template void gpu_tp_apply_right<double>(int, int, int, const double*, int, const double*, int, double*, int,
-                                         double*, int, cudaStream_t);
+template bool gpu_tp_apply_right<double>(int, int, int, const double*, int, const double*, double*, int, double*,
+                                         int, cudaStream_t);
 
 }  // namespace tessera::kernels

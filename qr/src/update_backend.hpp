@@ -197,12 +197,13 @@ struct host_backend : lane_checked {  // the lanes' order checked when asked (la
   bool tp_apply(int, int, int, int, const T*, int, const T*, int, T*, int, T*, int) {
     return false;
   }
-  // [Ctop Cbot] := [Ctop Cbot] H for V = [I; v] (v p x nb) from the right, in one call where the
-  // backend has one (tp_apply_right_fits: the GPU's kernels::gpu_tp_apply_right); false: the
-  // caller applies it with apply_right_tp's calls.
+  // [Ctop Cbot] := [Ctop Cbot] H_0 H_1 ... for consecutive panels of nb columns (w in all), V_i =
+  // [I; v_i] (v p x w, ldv), T_i at Tm + nb nb i (ld nb), from the right in one call where the
+  // backend has one (tp_apply_right_fits: the GPU's kernels::gpu_tp_apply_right); false: the caller
+  // applies them with apply_right_tp's calls.
   static constexpr bool tp_apply_right_fits(int, int) { return false; }
   template <class T>
-  bool tp_apply_right(int, int, int, int, const T*, int, const T*, int, T*, int, T*, int) {
+  bool tp_apply_right(int, int, int, int, int, const T*, int, const T*, T*, int, T*, int) {
     return false;
   }
   // [R; U] := its QR factor, panels of 32 columns (V = [I; U's columns] into U, panel t's T at
@@ -397,14 +398,14 @@ struct gpu_backend : lane_checked {
   template <class T>
   bool tp_apply(int lane, int nb, int p, int ncols, const T* v, int ldv, const T* Tm, int ldt, T* Ctop,
                 int ldct, T* Cbot, int ldcb);
-  // One kernel for a panel of 32 from the right where p <= 32 (H200, rank-k updates of 8000 x 3000
-  // with the full Q in double: rank 16 5.8-6.3 -> 4.6 ms, rank 32 6.5-6.8 -> 5.4, rank 64 the same,
-  // deleting 100 columns 3.7-4.0 -> 5.4: the kernel multiplies on the FP64 units, and from there
-  // cuBLAS's tensor-core GEMMs are worth their calls; docs/results/2026-11-29-chain-groups-h200.md).
+  // One kernel for a group of panels of 32 from the right where p <= 128, on the tensor cores (H200,
+  // full Q, double: deleting 100 columns at 0 of 6000 x 3000 3.62-3.69 -> 2.83-2.94 ms, rank 64 of
+  // 8000 x 3000 7.35-8.25 -> 5.82-6.28, rank 32 5.26-5.45 -> 5.05-5.19; the FP64-unit kernel it
+  // replaced paid only up to p = 32; docs/results/2026-11-29-tp-apply-right-mma-h200.md).
   static bool tp_apply_right_fits(int nb, int p);
   template <class T>
-  bool tp_apply_right(int lane, int nrows, int nb, int p, const T* v, int ldv, const T* Tm, int ldt, T* Ctop,
-                      int ldct, T* Cbot, int ldcb);
+  bool tp_apply_right(int lane, int nrows, int nb, int w, int p, const T* v, int ldv, const T* Tm, T* Ctop, int ldct,
+                      T* Cbot, int ldcb);
   template <class T>
   bool tp_chain(int lane, int m, int p, int nrhs, T* R, int ldr, T* U, int ldu, T* C1, int ldc1, T* C2,
                 int ldc2, T* Tm, int chains);

@@ -333,16 +333,18 @@ bool gpu_backend::tp_apply(int lane, int nb, int p, int ncols, const T* v, int l
   return true;
 }
 
-bool gpu_backend::tp_apply_right_fits(int nb, int p) { return nb == 32 && p <= 32; }
+bool gpu_backend::tp_apply_right_fits(int nb, int p) { return nb == 32 && p <= kernels::gpu_tp_apply_right_max_p; }
 
 template <class T>
-bool gpu_backend::tp_apply_right(int lane, int nrows, int nb, int p, const T* v, int ldv, const T* Tm, int ldt,
-                                 T* Ctop, int ldct, T* Cbot, int ldcb) {
-  if (!tp_apply_right_fits(nb, p)) return false;
+bool gpu_backend::tp_apply_right(int lane, int nrows, int nb, int w, int p, const T* v, int ldv, const T* Tm, T* Ctop,
+                                 int ldct, T* Cbot, int ldcb) {
+  if (!tp_apply_right_fits(nb, p) ||
+      !kernels::gpu_tp_apply_right(nrows, w, p, v, ldv, Tm, Ctop, ldct, Cbot, ldcb, _r->s[lane]))
+    return false;
   note(lane,
-       {block(v, p, nb, ldv), block(Tm, nb, nb, ldt), block(Ctop, nrows, nb, ldct), block(Cbot, nrows, p, ldcb)},
-       {block(Ctop, nrows, nb, ldct), block(Cbot, nrows, p, ldcb)}, "tp_apply_right");
-  kernels::gpu_tp_apply_right(nrows, nb, p, v, ldv, Tm, ldt, Ctop, ldct, Cbot, ldcb, _r->s[lane]);
+       {block(v, p, w, ldv), span(Tm, std::size_t((w + nb - 1) / nb) * nb * nb), block(Ctop, nrows, w, ldct),
+        block(Cbot, nrows, p, ldcb)},
+       {block(Ctop, nrows, w, ldct), block(Cbot, nrows, p, ldcb)}, "tp_apply_right");
   return true;
 }
 
@@ -631,7 +633,7 @@ unsigned gpu_backend::count_non_finite(int m, int n, const T* A, int lda) {
   template void gpu_backend::split_panel<T>(int, int, int, T*, int, T*, int);                     \
   template bool gpu_backend::panel_split<T>(int, int, int, int, T*, int, T*, int, T*, int);         \
   template bool gpu_backend::tp_apply<T>(int, int, int, int, const T*, int, const T*, int, T*, int, T*, int); \
-  template bool gpu_backend::tp_apply_right<T>(int, int, int, int, const T*, int, const T*, int, T*, int, T*, int); \
+  template bool gpu_backend::tp_apply_right<T>(int, int, int, int, int, const T*, int, const T*, T*, int, T*, int); \
   template bool gpu_backend::tp_chain<T>(int, int, int, int, T*, int, T*, int, T*, int, T*, int, T*, int);     \
   template bool gpu_backend::tp_merge_t<T>(int, int, int, int, const T*, int, const T*, T*, T*);                \
   template bool gpu_backend::explicit_apply<T>(int, char, int, int, int, const T*, int, const T*, int, T*, int); \

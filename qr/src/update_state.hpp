@@ -181,7 +181,6 @@ template <class B, class T>
 void apply_right_tp(B& be, int lane, int nrows, int nb, int hb, const T* Vb, int ldv, const T* Tm, int ldt, T* Ctop,
                     int ldct, T* Cbot, int ldcb, T* W, T* X) {
   if (nrows <= 0 || nb <= 0) return;
-  if (be.tp_apply_right(lane, nrows, nb, hb, Vb, ldv, Tm, ldt, Ctop, ldct, Cbot, ldcb)) return;
   be.split(nrows, apply_grain, [&](int r0, int rn) {  // rows of C, W's (X's) elements nb * r0.. (ld rn)
     T* Wc = W + std::size_t(nb) * r0;
     T* Xc = X ? X + std::size_t(nb) * r0 : nullptr;
@@ -356,14 +355,23 @@ int tp_chains(const update_state<B, T>& st, int p) {
 // costing more than the traffic saved (docs/results/2026-11-27-lane-q-h100.md).
 inline constexpr int tp_q_group = 2, tp_q_group_large = 8;
 inline constexpr std::size_t tp_q_large_bytes = std::size_t(32) << 20;
+// Where the backend applies a group of panels in one kernel (B::tp_apply_right_fits), 8 a launch:
+// against 4 on the H200, rank 64 of 8000 x 3000 5.31-5.90 against 5.66-6.03 ms in single, the
+// rest within the spread (docs/results/2026-11-29-tp-apply-right-mma-h200.md).
+inline constexpr int tp_q_group_kernel = 8;
 // The panels lane Q takes at a time in tp_retriangularize (the GPU's kernel: nb = 32) for p new
 // columns of Q, which tp_workspace allocates for.
-// Where the backend applies a panel in one kernel (B::tp_apply_right_fits), one at a time: the
-// merges would cost calls again.
 template <class B, class T>
 int tp_q_panels(const update_state<B, T>& st, int nb, int p) {
-  if (!B::on_gpu || nb != 32 || B::tp_apply_right_fits(nb, p)) return 1;
+  if (!B::on_gpu || nb != 32) return 1;
+  if (B::tp_apply_right_fits(nb, p)) return tp_q_group_kernel;
   return std::size_t(st.n) * p * sizeof(T) >= tp_q_large_bytes ? tp_q_group_large : tp_q_group;
+}
+// Of those, the panels merged into one block reflector, for which lane Q's W and X are as wide: 1
+// where the backend's kernel takes the group (where the device refuses it, panel by panel).
+template <class B, class T>
+int tp_q_merged(const update_state<B, T>& st, int nb, int p) {
+  return B::tp_apply_right_fits(nb, p) ? 1 : tp_q_panels(st, nb, p);
 }
 template <class B, class T>
 void tp_workspace(update_state<B, T>& st, int m, int p, int nb) {
@@ -375,7 +383,7 @@ void tp_workspace(update_state<B, T>& st, int m, int p, int nb) {
   be.ensure(st.work_r, std::size_t(nb) * std::max(m, 1));
   if (st.nrhs > 0) be.ensure(st.work_d, std::size_t(nb) * st.nrhs);
   if (st.qcols() > 0) {
-    const int w = std::min(m, tp_q_panels(st, nb, p) * nb);
+    const int w = std::min(m, tp_q_merged(st, nb, p) * nb);
     be.ensure(st.work_q, 2 * std::size_t(w) * st.n);  // W, and X where the backend's t_mult uses it
     if (w > nb) be.ensure(st.qgram, 2 * std::size_t(w) * w), be.ensure(st.qtmat, std::size_t(w) * w);
   }
@@ -387,13 +395,17 @@ void tp_retriangularize(update_state<B, T>& st, int m, int p, int nb, T* Rs, int
   const int n = st.n, npanels = (m + nb - 1) / nb, ldp = nb + p;
   T* Z = st.panels.data();
   T* U = Z + nb;
-  // Panels t0 .. t1 - 1's block of Q1, and Q2, take their reflectors (lane Q): as one block
-  // reflector where the backend merges their T, else panel by panel.
+  // Panels t0 .. t1 - 1's block of Q1, and Q2, take their reflectors (lane Q): in one call where
+  // the backend has one, as one block reflector where it merges their T, else panel by panel.
+  const int merged = tp_q_merged(st, nb, p);
   auto q_take = [&](int t0, int t1) {
     const int j0 = t0 * nb, w = std::min(m, t1 * nb) - j0;
-    T* X = st.work_q.data() + std::size_t(w) * n;
+    T* X = st.work_q.data() + std::size_t(std::min(m, merged * nb)) * n;  // after W
     const T* Vb = U + std::size_t(j0) * ldp;
-    if (t1 - t0 > 1 && be.tp_merge_t(lane_q, w, nb, p, Vb, ldp, st.tmats.data() + std::size_t(t0) * nb * nb,
+    if (be.tp_apply_right(lane_q, n, nb, w, p, Vb, ldp, st.tmats.data() + std::size_t(t0) * nb * nb,
+                          Q1 + std::size_t(j0) * ldq1, ldq1, Q2, ldq2))
+      return;
+    if (t1 - t0 > 1 && merged > 1 && be.tp_merge_t(lane_q, w, nb, p, Vb, ldp, st.tmats.data() + std::size_t(t0) * nb * nb,
                                      st.qgram.data(), st.qtmat.data())) {
       apply_right_tp(be, lane_q, n, w, p, Vb, ldp, st.qtmat.data(), w, Q1 + std::size_t(j0) * ldq1, ldq1, Q2, ldq2,
                      st.work_q.data(), X);
