@@ -5,7 +5,7 @@
 // tile row, kk not a multiple of ib, odd column counts, both T layouts, prepared factors reused
 // over column ranges, A1 with its own leading dimension),
 // gpu_ormqr against GEMQRT, gpu_tpqrt_chain against TPQRT and TPMQRT, gpu_shift_upper against a copy, gpu_tp_apply_right against
-// the block reflector formed on the host, plus argument errors. Rows of A1's tile row beyond kk and the padding
+// the panels' block reflectors formed on the host, plus argument errors. Rows of A1's tile row beyond kk and the padding
 // of every device matrix must come back untouched. Without a CUDA device: exit 77 (skipped).
 #include <doctest/doctest.h>
 
@@ -630,7 +630,8 @@ TEST_CASE_TEMPLATE("gpu_tp_apply_right equals the panels' block reflectors from 
   blas b;
   double worst = 0;
   for (const shape c : {shape{1, 1, 32}, shape{63, 0, 32}, shape{8, 31, 64}, shape{33, 32, 17}, shape{200, 33, 96},
-                        shape{130, 100, 64}, shape{257, 128, 120}, shape{71, 127, 45}, shape{300, 64, 128},
+                        shape{130, 100, 64}, shape{257, 128, 120}, shape{71, 256, 45}, shape{90, 200, 64},
+                        shape{33, 129, 32}, shape{300, 64, 128},
                         shape{40, 5, 1}}) {
     CAPTURE(c.n);
     CAPTURE(c.p);
@@ -663,12 +664,14 @@ TEST_CASE_TEMPLATE("gpu_tp_apply_right equals the panels' block reflectors from 
         }
       for (int j = 0; j < jb; ++j)
         for (int l = 0; l <= j; ++l)
-          for (int i = 0; i < c.n; ++i) Y[i + std::size_t(j) * c.n] += W[i + std::size_t(l) * c.n] * double(Tm(l, c0 + j));
+          for (int i = 0; i < c.n; ++i)
+            Y[i + std::size_t(j) * c.n] += W[i + std::size_t(l) * c.n] * double(Tm(l, c0 + j));
       for (int j = 0; j < jb; ++j)
         for (int i = 0; i < c.n; ++i) c1[i + std::size_t(c0 + j) * c.n] -= Y[i + std::size_t(j) * c.n];
       for (int k = 0; k < c.p; ++k)
         for (int j = 0; j < jb; ++j)
-          for (int i = 0; i < c.n; ++i) c2[i + std::size_t(k) * c.n] -= Y[i + std::size_t(j) * c.n] * double(U(k, c0 + j));
+          for (int i = 0; i < c.n; ++i)
+            c2[i + std::size_t(k) * c.n] -= Y[i + std::size_t(j) * c.n] * double(U(k, c0 + j));
     }
     mat<T> want1 = C1, want2 = C2;
     for (int j = 0; j < c.w; ++j)

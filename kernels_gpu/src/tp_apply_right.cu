@@ -5,9 +5,12 @@
 // (docs/results/2026-11-29-rank-k-as-rows-h200.md).
 //
 // Products from the right leave C's rows independent, so a warp takes 8 rows through every panel of
-// the group with no barrier but the block's staging of U_i and T_i: its rows of C2 stay in shared
-// memory, and each panel is W = C1_i + C2 U_i, Y = W T_i, C1_i -= Y, C2 -= Y U_i^T on the tensor cores
-// (m8n8k4 in double; single precision is computed in double too).
+// the group with no barrier but the block's staging of U_i and T_i: its rows of C2 stay in its
+// registers as 8 x 8 accumulator tiles, and each panel is W = C1_i + C2 U_i, Y = W T_i, C1_i -= Y,
+// C2 -= Y U_i^T on the tensor cores (m8n8k4 in double; single precision is computed in double too).
+// C2's rows in shared memory instead (the first version) took 149 KB a block at p = 200, one block
+// an SM, and lane Q was then slower than with cuBLAS's calls; in registers 10-15% faster there, the
+// same up to p = 128 (docs/results/2026-11-29-tp-apply-right-mma-h200.md).
 #include <algorithm>
 
 #include <tessera/kernels_gpu/gpu_tpqrt.hpp>
@@ -19,13 +22,16 @@ namespace tessera::kernels {
 namespace {
 
 constexpr int nb = 32, warps = 4, threads = 32 * warps, rows = 8 * warps;
-// Column-major slabs whose leading dimensions are 4 (mod 16) doubles: a fragment's 16 lanes of a
-// half-warp (rows gr, columns tq, or the transpose) then read 16 different 8-byte banks.
+// Leading dimensions 4 (mod 16) doubles: a fragment's 16 lanes of a half-warp then read 16
+// different 8-byte banks (with U's rows in the order rho, below).
 constexpr int ldw = 12, ldt = nb + 4;
 __host__ __device__ constexpr int round8(int p) { return (p + 7) / 8 * 8; }
 __host__ __device__ constexpr int ld_u(int p) { return round8(p) + (round8(p) % 16 == 0 ? 4 : 12); }
-// Doubles of shared memory: U_i and T_i for the block, a warp's rows of C2 and its W.
-constexpr int shared_doubles(int p) { return ld_u(p) * nb + ldt * nb + warps * ldw * (round8(p) + nb); }
+// Doubles of shared memory: U_i and T_i for the block, a warp's W.
+constexpr int shared_doubles(int p) { return ld_u(p) * nb + ldt * nb + warps * ldw * nb; }
+// Where U's row k is kept: within each 8 rows, k ^ (bit 2 of k). C2's column products read rows
+// 8t + 2 tq + h (h fixed) and the update reads rows 8t + gr; both are then conflict-free.
+__device__ __forceinline__ int rho(int k) { return k ^ ((k >> 2) & 1); }
 
 // c += a b for one 8 x 8 tile: a is the lane's entry of the 8 x 4 A operand (row gr, column tq),
 // b of the 4 x 8 B (row tq, column gr); c holds row gr, columns 2 tq and 2 tq + 1.
@@ -35,29 +41,34 @@ __device__ __forceinline__ void dmma(double (&c)[2], double a, double b) {
       : "d"(a), "d"(b));
 }
 
-template <class T>
+// MAXT: the most 8-column tiles of C2 the kernel holds (p <= 8 MAXT).
+template <class T, int MAXT>
 __global__ void __launch_bounds__(threads) tp_apply_right_kernel(int n, int w, int p, const T* __restrict__ U,
                                                                  int ldu, const T* __restrict__ Tm, T* C1, int ldc1,
                                                                  T* C2, int ldc2) {
   extern __shared__ double smem[];
-  const int p8 = round8(p), lu = ld_u(p);
+  const int p8 = round8(p), lu = ld_u(p), tiles = p8 / 8;
   const int tid = static_cast<int>(threadIdx.x), warp = tid >> 5, lane = tid & 31, gr = lane >> 2, tq = lane & 3;
-  double* Us = smem;            // U_i, p8 x nb, zeros beyond p rows and the panel's columns
-  double* Ts = Us + lu * nb;    // T_i, zeros below the diagonal and beyond the panel's columns
-  double* C2w = Ts + ldt * nb + warp * ldw * (p8 + nb);  // the warp's 8 rows of C2 (zeros beyond n, p)
-  double* Wb = C2w + ldw * p8;                           // the warp's W, then -Y
-  const int r0 = static_cast<int>(blockIdx.x) * rows + warp * 8, row = r0 + gr;
+  double* Us = smem;          // U_i, rows in rho's order, zeros beyond p rows and the panel's columns
+  double* Ts = Us + lu * nb;  // T_i, zeros below the diagonal and beyond the panel's columns
+  double* Wb = Ts + ldt * nb + warp * ldw * nb;  // the warp's W, then -Y
+  const int row = static_cast<int>(blockIdx.x) * rows + warp * 8 + gr;
   const bool live = row < n;
-  for (int idx = lane; idx < 8 * p8; idx += 32) {
-    const int i = idx & 7, j = idx >> 3;
-    C2w[i + j * ldw] = r0 + i < n && j < p ? static_cast<double>(C2[r0 + i + static_cast<std::size_t>(j) * ldc2]) : 0.0;
-  }
+  // c2[t][h] = C2(row, 8 t + 2 tq + h): the lane's part of its warp's 8 rows (zeros beyond n, p).
+  double c2[MAXT][2];
+#pragma unroll
+  for (int t = 0; t < MAXT; ++t)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int j = 8 * t + 2 * tq + h;
+      c2[t][h] = t < tiles && live && j < p ? static_cast<double>(C2[row + static_cast<std::size_t>(j) * ldc2]) : 0.0;
+    }
   for (int c0 = 0; c0 < w; c0 += nb) {
     const int jb = min(nb, w - c0);
     __syncthreads();  // every warp is done with the previous panel's U and T
     for (int idx = tid; idx < p8 * nb; idx += threads) {
       const int k = idx % p8, c = idx / p8;
-      Us[k + c * lu] = k < p && c < jb ? static_cast<double>(U[k + static_cast<std::size_t>(c0 + c) * ldu]) : 0.0;
+      Us[rho(k) + c * lu] = k < p && c < jb ? static_cast<double>(U[k + static_cast<std::size_t>(c0 + c) * ldu]) : 0.0;
     }
     const T* Tp = Tm + static_cast<std::size_t>(c0) * nb;
     for (int idx = tid; idx < nb * nb; idx += threads) {
@@ -65,7 +76,8 @@ __global__ void __launch_bounds__(threads) tp_apply_right_kernel(int n, int w, i
       Ts[i + c * ldt] = i <= c && c < jb ? static_cast<double>(Tp[i + c * nb]) : 0.0;
     }
     __syncthreads();
-    // W = C1 + C2 U: the warp's 8 rows, four tiles of 8 columns.
+    // W = C1 + C2 U: the warp's 8 rows, four tiles of 8 columns. C2's columns are taken in the
+    // order the lanes hold them (step (t, h): lane tq's column 8t + 2tq + h), U's rows to match.
     double q1[4][2], acc[4][2];
 #pragma unroll
     for (int tj = 0; tj < 4; ++tj)
@@ -75,11 +87,15 @@ __global__ void __launch_bounds__(threads) tp_apply_right_kernel(int n, int w, i
         q1[tj][h] = live && c < jb ? static_cast<double>(C1[row + static_cast<std::size_t>(c0 + c) * ldc1]) : 0.0;
         acc[tj][h] = q1[tj][h];
       }
-    for (int k = 0; k < p8; k += 4) {
-      const double a = C2w[gr + (k + tq) * ldw];
 #pragma unroll
-      for (int tj = 0; tj < 4; ++tj) dmma(acc[tj], a, Us[k + tq + (8 * tj + gr) * lu]);
-    }
+    for (int t = 0; t < MAXT; ++t)
+      if (t < tiles)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const double* u = Us + 8 * t + rho(2 * tq + h) + gr * lu;
+#pragma unroll
+          for (int tj = 0; tj < 4; ++tj) dmma(acc[tj], c2[t][h], u[8 * tj * lu]);
+        }
 #pragma unroll
     for (int tj = 0; tj < 4; ++tj)
 #pragma unroll
@@ -107,24 +123,37 @@ __global__ void __launch_bounds__(threads) tp_apply_right_kernel(int n, int w, i
 #pragma unroll
       for (int h = 0; h < 2; ++h) Wb[gr + (8 * tj + 2 * tq + h) * ldw] = -y[tj][h];
     __syncwarp();
-    // C2 -= Y U^T, eight columns of C2 at a time.
+    // C2 -= Y U^T, into the lane's tiles.
     double a8[nb / 4];
 #pragma unroll
     for (int kk = 0; kk < nb / 4; ++kk) a8[kk] = Wb[gr + (4 * kk + tq) * ldw];
-    for (int j0 = 0; j0 < p8; j0 += 8) {
-      double c[2] = {C2w[gr + (j0 + 2 * tq) * ldw], C2w[gr + (j0 + 2 * tq + 1) * ldw]};
 #pragma unroll
-      for (int kk = 0; kk < nb / 4; ++kk) dmma(c, a8[kk], Us[j0 + gr + (4 * kk + tq) * lu]);
-      C2w[gr + (j0 + 2 * tq) * ldw] = c[0];
-      C2w[gr + (j0 + 2 * tq + 1) * ldw] = c[1];
+    for (int t = 0; t < MAXT; ++t)
+      if (t < tiles) {
+        const double* u = Us + 8 * t + rho(gr) + tq * lu;
+#pragma unroll
+        for (int kk = 0; kk < nb / 4; ++kk) dmma(c2[t], a8[kk], u[4 * kk * lu]);
+      }
+    __syncwarp();  // -Y read by every lane before the next panel's W
+  }
+#pragma unroll
+  for (int t = 0; t < MAXT; ++t)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int j = 8 * t + 2 * tq + h;
+      if (t < tiles && live && j < p) C2[row + static_cast<std::size_t>(j) * ldc2] = static_cast<T>(c2[t][h]);
     }
-    __syncwarp();
-  }
-  __syncwarp();
-  for (int idx = lane; idx < 8 * p8; idx += 32) {
-    const int i = idx & 7, j = idx >> 3;
-    if (r0 + i < n && j < p) C2[r0 + i + static_cast<std::size_t>(j) * ldc2] = static_cast<T>(C2w[i + j * ldw]);
-  }
+}
+
+template <class T, int MAXT>
+void launch(int n, int w, int p, const T* U, int ldu, const T* Tm, T* C1, int ldc1, T* C2, int ldc2, int bytes,
+            cudaStream_t stream) {
+  constexpr const char* fn = "tessera::kernels::gpu_tp_apply_right";
+  static detail::per_device_value allowed;
+  detail::allow_shared_memory(allowed, fn, tp_apply_right_kernel<T, MAXT>, detail::shared_optin_bytes(fn));
+  tp_apply_right_kernel<T, MAXT><<<static_cast<unsigned>((n + rows - 1) / rows), threads, bytes, stream>>>(
+      n, w, p, U, ldu, Tm, C1, ldc1, C2, ldc2);
+  detail::check(fn, "tp_apply_right_kernel launch", cudaGetLastError());
 }
 
 }  // namespace
@@ -147,14 +176,16 @@ bool gpu_tp_apply_right(int n, int w, int p, const T* U, int ldu, const T* Tm, T
   }
   detail::require_ptr(fn, "C1", C1);
   detail::require_ptr(fn, "T", Tm);
+  static_assert(gpu_tp_apply_right_max_p <= 8 * 32, "the largest instantiation holds 32 tiles of C2");
   if (p > gpu_tp_apply_right_max_p) return false;
   const int bytes = shared_doubles(p) * static_cast<int>(sizeof(double));
   if (bytes > detail::shared_optin_bytes(fn)) return false;
-  static detail::per_device_value allowed;
-  detail::allow_shared_memory(allowed, fn, tp_apply_right_kernel<T>, detail::shared_optin_bytes(fn));
-  tp_apply_right_kernel<T><<<static_cast<unsigned>((n + rows - 1) / rows), threads, bytes, stream>>>(
-      n, w, p, U, ldu, Tm, C1, ldc1, C2, ldc2);
-  detail::check(fn, "tp_apply_right_kernel launch", cudaGetLastError());
+  // C2's tiles in registers: the fewest instantiated that hold p's.
+  const int tiles = round8(p) / 8;
+  if (tiles <= 4) launch<T, 4>(n, w, p, U, ldu, Tm, C1, ldc1, C2, ldc2, bytes, stream);
+  else if (tiles <= 8) launch<T, 8>(n, w, p, U, ldu, Tm, C1, ldc1, C2, ldc2, bytes, stream);
+  else if (tiles <= 16) launch<T, 16>(n, w, p, U, ldu, Tm, C1, ldc1, C2, ldc2, bytes, stream);
+  else launch<T, 32>(n, w, p, U, ldu, Tm, C1, ldc1, C2, ldc2, bytes, stream);
   return true;
 }
 

@@ -405,8 +405,9 @@ void tp_retriangularize(update_state<B, T>& st, int m, int p, int nb, T* Rs, int
     if (be.tp_apply_right(lane_q, n, nb, w, p, Vb, ldp, st.tmats.data() + std::size_t(t0) * nb * nb,
                           Q1 + std::size_t(j0) * ldq1, ldq1, Q2, ldq2))
       return;
-    if (t1 - t0 > 1 && merged > 1 && be.tp_merge_t(lane_q, w, nb, p, Vb, ldp, st.tmats.data() + std::size_t(t0) * nb * nb,
-                                     st.qgram.data(), st.qtmat.data())) {
+    if (t1 - t0 > 1 && merged > 1 &&
+        be.tp_merge_t(lane_q, w, nb, p, Vb, ldp, st.tmats.data() + std::size_t(t0) * nb * nb, st.qgram.data(),
+                      st.qtmat.data())) {
       apply_right_tp(be, lane_q, n, w, p, Vb, ldp, st.qtmat.data(), w, Q1 + std::size_t(j0) * ldq1, ldq1, Q2, ldq2,
                      st.work_q.data(), X);
       return;

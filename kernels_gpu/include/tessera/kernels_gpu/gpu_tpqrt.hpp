@@ -57,18 +57,16 @@ bool gpu_tpqrt_chain(int m, int p, int nrhs, T* R, int ldr, T* U, int ldu, T* C1
                      T* Tf, void* work, std::size_t lwork, cudaStream_t stream, int max_grid = 0, int epoch = 0,
                      int chains = 1);
 
-// The most added rows (U's) that gpu_tp_apply_right takes: a block's shared memory grows with p
-// (102 KB at 128, two blocks an SM; 149 KB at 200, one), and at p = 200 lane Q was faster with
-// cuBLAS's calls in double (docs/results/2026-11-29-tp-apply-right-mma-h200.md).
-inline constexpr int gpu_tp_apply_right_max_p = 128;
+// The most added rows (U's) that gpu_tp_apply_right takes: a lane's part of C2 is 2 p / 8 registers.
+inline constexpr int gpu_tp_apply_right_max_p = 256;
 
 // On `stream`: [C1 C2] := [C1 C2] H_0 H_1 ... H_last, H_i = I - V_i T_i V_i^T, V_i = [I; U_i]: a
 // group of gpu_tpqrt_chain's panels (32 columns each, the last may be narrower; w columns in all)
 // applied to Q's columns from the right in one kernel, computed in double. U is p x w (ldu), panel
 // i's columns 32 i..; T_i upper triangular at Tm + 1024 i (ld 32; below the diagonal not read); C1
 // n x w (ldc1), C2 n x p (ldc2). Returns false, having done nothing, for p beyond
-// gpu_tp_apply_right_max_p or where the device lacks the shared memory (640 bytes a row of U and 21.5 KB);
-// throws on bad arguments and CUDA errors.
+// gpu_tp_apply_right_max_p or where the device lacks the shared memory (256 bytes a row of U and
+// 21.5 KB); throws on bad arguments and CUDA errors.
 template <class T>
 bool gpu_tp_apply_right(int n, int w, int p, const T* U, int ldu, const T* Tm, T* C1, int ldc1, T* C2, int ldc2,
                         cudaStream_t stream);
