@@ -400,7 +400,7 @@ struct gpu_backend : lane_checked {
                 int ldct, T* Cbot, int ldcb);
   // One kernel for a group of panels of 32 from the right where p <= 256, on the tensor cores (H200,
   // full Q, double, against cuBLAS's calls: deleting 100 columns at 0 of 6000 x 3000 3.62-3.69 ->
-  // 2.83-2.94 ms, 200 columns 3.77-3.92 -> 3.27-3.31, rank 64 of 8000 x 3000 7.35-8.25 -> 5.82-6.28;
+  // 2.85-2.88 ms, 200 columns 3.77-3.92 -> 3.27-3.31, rank 64 of 8000 x 3000 7.35-8.25 -> 5.99-6.52;
   // the FP64-unit kernel it replaced paid only up to p = 32;
   // docs/results/2026-11-29-tp-apply-right-mma-h200.md).
   static bool tp_apply_right_fits(int nb, int p);

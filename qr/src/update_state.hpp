@@ -355,9 +355,9 @@ int tp_chains(const update_state<B, T>& st, int p) {
 // costing more than the traffic saved (docs/results/2026-11-27-lane-q-h100.md).
 inline constexpr int tp_q_group = 2, tp_q_group_large = 8;
 inline constexpr std::size_t tp_q_large_bytes = std::size_t(32) << 20;
-// Where the backend applies a group of panels in one kernel (B::tp_apply_right_fits), 8 a launch:
-// against 4 on the H200, rank 64 of 8000 x 3000 5.31-5.90 against 5.66-6.03 ms in single, the
-// rest within the spread (docs/results/2026-11-29-tp-apply-right-mma-h200.md).
+// Where the backend applies a group of panels in one kernel (B::tp_apply_right_fits), 8 a launch
+// (H200, the kernel's first version: rank 64 of 8000 x 3000 in single 5.31-5.90 ms against
+// 5.66-6.03 with 4, the rest within the spread; 2 slower; docs/results/2026-11-29-tp-apply-right-mma-h200.md).
 inline constexpr int tp_q_group_kernel = 8;
 // The panels lane Q takes at a time in tp_retriangularize (the GPU's kernel: nb = 32) for p new
 // columns of Q, which tp_workspace allocates for.
