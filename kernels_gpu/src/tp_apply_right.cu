@@ -9,8 +9,9 @@
 // registers as 8 x 8 accumulator tiles, and each panel is W = C1_i + C2 U_i, Y = W T_i, C1_i -= Y,
 // C2 -= Y U_i^T on the tensor cores (m8n8k4 in double; single precision is computed in double too).
 // C2's rows in shared memory instead (the first version) took 149 KB a block at p = 200, one block
-// an SM, and lane Q was then slower than with cuBLAS's calls; in registers 10-15% faster there, the
-// same up to p = 128 (docs/results/2026-11-29-tp-apply-right-mma-h200.md).
+// an SM, and lane Q was then slower than with cuBLAS's calls (deleting 200 columns of 6000 x 3000
+// with Q in double: 3.89-4.03 ms against 3.80; in registers 3.27-3.31), the same up to p = 128
+// (docs/results/2026-11-29-tp-apply-right-mma-h200.md).
 #include <algorithm>
 
 #include <tessera/kernels_gpu/gpu_tpqrt.hpp>

@@ -57,7 +57,8 @@ bool gpu_tpqrt_chain(int m, int p, int nrhs, T* R, int ldr, T* U, int ldu, T* C1
                      T* Tf, void* work, std::size_t lwork, cudaStream_t stream, int max_grid = 0, int epoch = 0,
                      int chains = 1);
 
-// The most added rows (U's) that gpu_tp_apply_right takes: a lane's part of C2 is 2 p / 8 registers.
+// The most added rows (U's) that gpu_tp_apply_right takes: a lane holds p / 4 of C2's entries in
+// registers (64 doubles at 256).
 inline constexpr int gpu_tp_apply_right_max_p = 256;
 
 // On `stream`: [C1 C2] := [C1 C2] H_0 H_1 ... H_last, H_i = I - V_i T_i V_i^T, V_i = [I; U_i]: a
