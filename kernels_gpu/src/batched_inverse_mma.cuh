@@ -23,17 +23,14 @@
 
 #include <cstdint>
 
+#include "dmma.cuh"
+
 namespace tessera::kernels::batched_detail {
 
 template <int N>
 inline constexpr int mma_tiles = (N + 7) / 8;
 
-// c += a b for one 8 x 8 tile: a is the lane's entry of the 8 x 4 A operand, b of the 4 x 8 B.
-__device__ __forceinline__ void dmma_8x8x4(double (&c)[2], double a, double b) {
-  asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};"
-      : "+d"(c[0]), "+d"(c[1])
-      : "d"(a), "d"(b));
-}
+using detail::dmma_8x8x4;
 
 template <int N>
 struct mma_shared {

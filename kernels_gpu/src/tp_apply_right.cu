@@ -17,6 +17,7 @@
 #include <tessera/kernels_gpu/gpu_tpqrt.hpp>
 
 #include "check.hpp"
+#include "dmma.cuh"
 #include "per_device.hpp"
 
 namespace tessera::kernels {
@@ -33,14 +34,6 @@ constexpr int shared_doubles(int p) { return ld_u(p) * nb + ldt * nb + warps * l
 // Where U's row k is kept: within each 8 rows, k ^ (bit 2 of k). C2's column products read rows
 // 8t + 2 tq + h (h fixed) and the update reads rows 8t + gr; both are then conflict-free.
 __device__ __forceinline__ int rho(int k) { return k ^ ((k >> 2) & 1); }
-
-// c += a b for one 8 x 8 tile: a is the lane's entry of the 8 x 4 A operand (row gr, column tq),
-// b of the 4 x 8 B (row tq, column gr); c holds row gr, columns 2 tq and 2 tq + 1.
-__device__ __forceinline__ void dmma(double (&c)[2], double a, double b) {
-  asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};"
-      : "+d"(c[0]), "+d"(c[1])
-      : "d"(a), "d"(b));
-}
 
 // MAXT: the most 8-column tiles of C2 the kernel holds (p <= 8 MAXT).
 template <class T, int MAXT>
@@ -95,7 +88,7 @@ __global__ void __launch_bounds__(threads) tp_apply_right_kernel(int n, int w, i
         for (int h = 0; h < 2; ++h) {
           const double* u = Us + 8 * t + rho(2 * tq + h) + gr * lu;
 #pragma unroll
-          for (int tj = 0; tj < 4; ++tj) dmma(acc[tj], c2[t][h], u[8 * tj * lu]);
+          for (int tj = 0; tj < 4; ++tj) detail::dmma_8x8x4(acc[tj], c2[t][h], u[8 * tj * lu]);
         }
 #pragma unroll
     for (int tj = 0; tj < 4; ++tj)
@@ -109,7 +102,7 @@ __global__ void __launch_bounds__(threads) tp_apply_right_kernel(int n, int w, i
       const double a = Wb[gr + (k + tq) * ldw];
 #pragma unroll
       for (int tj = 0; tj < 4; ++tj)
-        if (k <= 8 * tj + 7) dmma(y[tj], a, Ts[k + tq + (8 * tj + gr) * ldt]);
+        if (k <= 8 * tj + 7) detail::dmma_8x8x4(y[tj], a, Ts[k + tq + (8 * tj + gr) * ldt]);
     }
 #pragma unroll
     for (int tj = 0; tj < 4; ++tj)
@@ -133,7 +126,7 @@ __global__ void __launch_bounds__(threads) tp_apply_right_kernel(int n, int w, i
       if (t < tiles) {
         const double* u = Us + 8 * t + rho(gr) + tq * lu;
 #pragma unroll
-        for (int kk = 0; kk < nb / 4; ++kk) dmma(c2[t], a8[kk], u[4 * kk * lu]);
+        for (int kk = 0; kk < nb / 4; ++kk) detail::dmma_8x8x4(c2[t], a8[kk], u[4 * kk * lu]);
       }
     __syncwarp();  // -Y read by every lane before the next panel's W
   }
@@ -148,10 +141,10 @@ __global__ void __launch_bounds__(threads) tp_apply_right_kernel(int n, int w, i
 
 template <class T, int MAXT>
 void launch(int n, int w, int p, const T* U, int ldu, const T* Tm, T* C1, int ldc1, T* C2, int ldc2, int bytes,
-            cudaStream_t stream) {
+            int optin, cudaStream_t stream) {
   constexpr const char* fn = "tessera::kernels::gpu_tp_apply_right";
   static detail::per_device_value allowed;
-  detail::allow_shared_memory(allowed, fn, tp_apply_right_kernel<T, MAXT>, detail::shared_optin_bytes(fn));
+  detail::allow_shared_memory(allowed, fn, tp_apply_right_kernel<T, MAXT>, optin);
   tp_apply_right_kernel<T, MAXT><<<static_cast<unsigned>((n + rows - 1) / rows), threads, bytes, stream>>>(
       n, w, p, U, ldu, Tm, C1, ldc1, C2, ldc2);
   detail::check(fn, "tp_apply_right_kernel launch", cudaGetLastError());
@@ -179,14 +172,14 @@ bool gpu_tp_apply_right(int n, int w, int p, const T* U, int ldu, const T* Tm, T
   detail::require_ptr(fn, "T", Tm);
   static_assert(gpu_tp_apply_right_max_p <= 8 * 32, "the largest instantiation holds 32 tiles of C2");
   if (p > gpu_tp_apply_right_max_p) return false;
-  const int bytes = shared_doubles(p) * static_cast<int>(sizeof(double));
-  if (bytes > detail::shared_optin_bytes(fn)) return false;
+  const int bytes = shared_doubles(p) * static_cast<int>(sizeof(double)), optin = detail::shared_optin_bytes(fn);
+  if (bytes > optin) return false;
   // C2's tiles in registers: the fewest instantiated that hold p's.
   const int tiles = round8(p) / 8;
-  if (tiles <= 4) launch<T, 4>(n, w, p, U, ldu, Tm, C1, ldc1, C2, ldc2, bytes, stream);
-  else if (tiles <= 8) launch<T, 8>(n, w, p, U, ldu, Tm, C1, ldc1, C2, ldc2, bytes, stream);
-  else if (tiles <= 16) launch<T, 16>(n, w, p, U, ldu, Tm, C1, ldc1, C2, ldc2, bytes, stream);
-  else launch<T, 32>(n, w, p, U, ldu, Tm, C1, ldc1, C2, ldc2, bytes, stream);
+  if (tiles <= 4) launch<T, 4>(n, w, p, U, ldu, Tm, C1, ldc1, C2, ldc2, bytes, optin, stream);
+  else if (tiles <= 8) launch<T, 8>(n, w, p, U, ldu, Tm, C1, ldc1, C2, ldc2, bytes, optin, stream);
+  else if (tiles <= 16) launch<T, 16>(n, w, p, U, ldu, Tm, C1, ldc1, C2, ldc2, bytes, optin, stream);
+  else launch<T, 32>(n, w, p, U, ldu, Tm, C1, ldc1, C2, ldc2, bytes, optin, stream);
   return true;
 }
 
