@@ -36,11 +36,14 @@ void rank_update(update_state<B, T>& st, const T* u, int ldu, const T* v, int ld
   tg.col_min = 0;
   tg.col_end = m;
   tg.col_shift = 0;
-  givens_update(st, plan, W, n, tg);
+  // As rows, Q takes the sweeps' last group once the chain is enqueued (rows_retriangularize).
+  const bool rows = as_rows && pp == r;
+  givens_q_rest q_rest;
+  givens_update(st, plan, W, n, tg, rows ? &q_rest : nullptr);
   // W is upper triangular now: R(0:rr, :) += W(0:rr, 0:r) V^T.
   const int rr = std::min(r, L);
   be.gemm(lane_r, 'N', 'T', rr, m, r, T(1), W, n, st.in_v.data(), m, T(1), st.R(0, 0), st.ldr);
-  if (as_rows && pp == r) rows_retriangularize(st, 0, m, r, nb_rows);
+  if (rows) rows_retriangularize(st, 0, m, r, nb_rows, 0, &q_rest);
   else band_retriangularize(st, 0, L, std::min(r, L - 1), st.nb);
   st.end();
 }

@@ -321,6 +321,9 @@ void householder_compress(update_state<B, T>& st, int rows, int c, T* X, int ldx
 // after moving the rows and columns into this form.
 //
 // The caller first allocates its buffers (Z too) with tp_workspace, before it enqueues work.
+// q_first() enqueues the caller's own work on Q's columns (lane Q) that must precede the
+// reflectors': it runs once R's chain is enqueued, so that the chain does not wait for the host to
+// enqueue Q's calls first.
 //
 // Without Q the GPU's kernel takes U's rows in blocks of tp_chain_rows, its chains pipelined (its
 // V and T then serve only R and D, which it updates itself; lane Q would need one apply a block).
@@ -388,9 +391,12 @@ void tp_workspace(update_state<B, T>& st, int m, int p, int nb) {
     if (w > nb) be.ensure(st.qgram, 2 * std::size_t(w) * w), be.ensure(st.qtmat, std::size_t(w) * w);
   }
 }
-template <class B, class T>
+struct no_q_first {
+  void operator()() const noexcept {}
+};
+template <class B, class T, class F = no_q_first>
 void tp_retriangularize(update_state<B, T>& st, int m, int p, int nb, T* Rs, int ldr, T* D1, int ldd1, T* D2,
-                        int ldd2, T* Q1, int ldq1, T* Q2, int ldq2) {
+                        int ldd2, T* Q1, int ldq1, T* Q2, int ldq2, F q_first = {}) {
   auto& be = st.be;
   const int n = st.n, npanels = (m + nb - 1) / nb, ldp = nb + p;
   T* Z = st.panels.data();
@@ -423,6 +429,7 @@ void tp_retriangularize(update_state<B, T>& st, int m, int p, int nb, T* Rs, int
   if (nb == 32 &&
       be.tp_chain(lane_r, m, p, st.nrhs, Rs, ldr, U, ldp, D1, ldd1, D2, ldd2, st.tmats.data(),
                   Q1 ? 1 : tp_chains(st, p))) {
+    q_first();
     const int group = tp_q_panels(st, nb, p);
     for (int t0 = 0; t0 < npanels && Q1; t0 += group) {
       const int t1 = std::min(npanels, t0 + group);
@@ -431,6 +438,7 @@ void tp_retriangularize(update_state<B, T>& st, int m, int p, int nb, T* Rs, int
     }
     return;
   }
+  q_first();
   for (int t = 0; t < npanels; ++t) {
     const int j0 = t * nb, jb = std::min(nb, m - j0);
     be.copy(lane_r, jb, jb, Rs + j0 + std::size_t(j0) * ldr, ldr, Z + std::size_t(j0) * ldp + (nb - jb), ldp);
@@ -460,6 +468,18 @@ void tp_retriangularize(update_state<B, T>& st, int m, int p, int nb, T* Rs, int
   }
 }
 
+// A Givens group whose rotations Q has yet to take (givens_update with q_rest): the caller
+// applies them with apply_givens_q before any other work on Q's columns, after work on R that
+// should not wait for the host to enqueue Q's calls (the rank-k update's chain). Its blocks stay
+// in st.S until then.
+struct givens_q_rest {
+  bool pending = false;
+  kernels::givens_plan sub;
+  int roff = 0;
+};
+template <class B, class T>
+void apply_givens_q(update_state<B, T>& st, givens_q_rest& rest);
+
 // R(k:k+p, k:k+s) dense over R(k+p:k+p+s, k:k+s) upper triangular (R's columns left of k
 // triangular already, none right of k + s = cols): made triangular again as [triangle; p rows],
 // which tp_retriangularize factors as adding rows does. The dense rows go to its panels' U, the
@@ -474,8 +494,13 @@ void tp_retriangularize(update_state<B, T>& st, int m, int p, int nb, T* Rs, int
 // only R's rows above k itself): the dense rows come from there and the triangle moves up and
 // left at once, in place, one read and one write an entry (B::shift_upper), where moving the
 // columns and then the rows went through a buffer twice each.
+//
+// Q's columns move (and take `q_rest`, a Givens group's rotations the caller left for them) once
+// R's chain is enqueued: they are lane Q's alone, and enqueued first they held the chain back by
+// the host's time for their calls.
 template <class B, class T>
-void rows_retriangularize(update_state<B, T>& st, int k, int s, int p, int nb, int dc = 0) {
+void rows_retriangularize(update_state<B, T>& st, int k, int s, int p, int nb, int dc = 0,
+                          givens_q_rest* q_rest = nullptr) {
   auto& be = st.be;
   // Lane D may still be applying this update's earlier rotations to D (a rank-k update's Givens
   // stage), whose rows lane R moves below, or to R (several groups of sweeps).
@@ -496,13 +521,17 @@ void rows_retriangularize(update_state<B, T>& st, int k, int s, int p, int nb, i
   if (q) {
     be.ensure(st.spare_q, std::size_t(st.n) * p);
     q2 = st.spare_q.data();
+  }
+  const auto q_first = [&] {
+    if (q_rest) apply_givens_q(st, *q_rest);
+    if (!q) return;
     be.copy(lane_q, st.n, p, st.Q(0, k), st.ldq, q2, st.n);
     // Q's columns are the most data here (rows x s): moved once, in pieces of p columns, through
     // work_q, which only lane Q uses (xbuf holds a rank-k update's W, which lane R may still read).
     move_back(be, lane_q, false, s, st.n, p, st.Q(0, k), st.ldq, st.work_q, 64);
-  }
+  };
   tp_retriangularize(st, s, p, nb, st.R(k, k), st.ldr, d2 ? st.D(k, 0) : nullptr, st.ldd, d2, p,
-                     q ? st.Q(0, k) : nullptr, st.ldq, q2, st.n);
+                     q ? st.Q(0, k) : nullptr, st.ldq, q2, st.n, q_first);
   if (st.mode == q_mode::full) {
     if (d2) {
       be.dep(lane_r, lane_d);  // D is done on lane R or lane D
@@ -596,9 +625,10 @@ void givens_single_sweep(update_state<B, T>& st, const kernels::givens_plan& pla
     be.sweep_up_left(lane_r, top, tg.col_end - tg.col_min, cs, st.R(tg.off, tg.col_min), st.ldr);
 }
 
+// q_rest: the last group's products on Q are left to the caller (struct givens_q_rest).
 template <class B, class T>
 void givens_update(update_state<B, T>& st, const kernels::givens_plan& plan, T* X, int ldx,
-                   const givens_targets& tg) {
+                   const givens_targets& tg, givens_q_rest* q_rest = nullptr) {
   auto& be = st.be;
   if (plan.L <= 1 || plan.p <= 0 || plan.umax_all() <= 0) return;
   if (plan.p == 1) {
@@ -659,11 +689,21 @@ void givens_update(update_state<B, T>& st, const kernels::givens_plan& plan, T* 
     if (st.nrhs > 0)
       apply_givens(be, lane_d, sub, direct, cs, S, 'L', st.D(0, 0), st.ldd, roff, 0, st.nrhs, no_cshift,
                    st.work_d.data());
-    if (q_kept)
+    if (q_kept && q_rest && grp == ngroups - 1) *q_rest = {true, sub, roff};
+    else if (q_kept)
       apply_givens(be, lane_q, sub, false, cs, S, 'R', st.Q(0, 0), st.ldq, roff, 0, st.n, no_cshift,
                    st.work_q.data());
   }
   if (ngroups > 1) be.dep(lane_d, lane_r);  // what follows on lane R reads R
+}
+
+template <class B, class T>
+void apply_givens_q(update_state<B, T>& st, givens_q_rest& rest) {
+  if (!rest.pending) return;
+  rest.pending = false;
+  st.be.ensure(st.work_q, std::size_t(rest.sub.bw()) * std::max(st.n, 1));
+  apply_givens(st.be, lane_q, rest.sub, false, st.cs.data(), st.S.data(), 'R', st.Q(0, 0), st.ldq, rest.roff, 0,
+               st.n, no_cshift, st.work_q.data());
 }
 
 // The width of a Givens block: wide enough that the blocks are few (each costs a GEMM per matrix)
