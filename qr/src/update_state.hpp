@@ -689,10 +689,11 @@ void givens_update(update_state<B, T>& st, const kernels::givens_plan& plan, T* 
     if (st.nrhs > 0)
       apply_givens(be, lane_d, sub, direct, cs, S, 'L', st.D(0, 0), st.ldd, roff, 0, st.nrhs, no_cshift,
                    st.work_d.data());
-    if (q_kept && q_rest && grp == ngroups - 1) *q_rest = {true, sub, roff};
-    else if (q_kept)
-      apply_givens(be, lane_q, sub, false, cs, S, 'R', st.Q(0, 0), st.ldq, roff, 0, st.n, no_cshift,
-                   st.work_q.data());
+    if (q_kept) {
+      givens_q_rest q{true, sub, roff};
+      if (q_rest && grp == ngroups - 1) *q_rest = q;
+      else apply_givens_q(st, q);
+    }
   }
   if (ngroups > 1) be.dep(lane_d, lane_r);  // what follows on lane R reads R
 }
