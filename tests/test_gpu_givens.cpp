@@ -390,13 +390,15 @@ TEST_CASE("givens sweeps on the GPU: too few sync ints named") {
 
 namespace {
 
-// gpu_givens_apply (the rotations themselves, block by block) against the blocks S_t applied one by
-// one on the host as the updates' GEMMs do: the CPUs' sweeps of a random strip applied from the
+// gpu_givens_apply (the rotations themselves, block by block; blocks = false) or
+// gpu_givens_blocks_apply (the blocks S_t in one kernel; blocks = true) against the blocks S_t
+// applied one by one on the host as the updates' GEMMs do: the CPUs' sweeps of a random strip applied from the
 // left to a random matrix's rows from roff, columns [jbeg, jend) cut at row + cshift; every entry
 // outside what a block touches stays as it was, bit for bit. The reference accumulates in double:
 // in double its rounding is the kernel's order of size.
 template <class T>
-void check_apply(int L, int p, int base, int w, int roff, int jbeg, int jend, int cshift) {
+void check_apply(int L, int p, int base, int w, int roff, int jbeg, int jend, int cshift, bool blocks = false) {
+  CAPTURE(blocks);
   CAPTURE(L);
   CAPTURE(p);
   CAPTURE(base);
@@ -439,15 +441,18 @@ void check_apply(int L, int p, int base, int w, int roff, int jbeg, int jend, in
       }
     }
   }
-  T *dcs = nullptr, *dM = nullptr;
-  cuda_ok(cudaMalloc(&dcs, sizeof(T) * std::max<std::size_t>(cs.size(), 1)));
+  const std::vector<T>& in = blocks ? S : cs;  // the kernel's rotations or blocks
+  T *din = nullptr, *dM = nullptr;
+  cuda_ok(cudaMalloc(&din, sizeof(T) * std::max<std::size_t>(in.size(), 1)));
   cuda_ok(cudaMalloc(&dM, sizeof(T) * M.size()));
-  cuda_ok(cudaMemcpy(dcs, cs.data(), sizeof(T) * cs.size(), cudaMemcpyHostToDevice));
+  cuda_ok(cudaMemcpy(din, in.data(), sizeof(T) * in.size(), cudaMemcpyHostToDevice));
   cuda_ok(cudaMemcpy(dM, M.data(), sizeof(T) * M.size(), cudaMemcpyHostToDevice));
-  tessera::kernels::gpu_givens_apply(plan, dcs, dM, ld, roff, jbeg, jend, cshift, nullptr);
+  if (blocks) tessera::kernels::gpu_givens_blocks_apply(plan, din, dM, ld, roff, jbeg, jend, cshift, nullptr);
+  else tessera::kernels::gpu_givens_apply(plan, din, dM, ld, roff, jbeg, jend, cshift, nullptr);
+  cuda_ok(cudaGetLastError());
   std::vector<T> got(M.size());
   cuda_ok(cudaMemcpy(got.data(), dM, sizeof(T) * M.size(), cudaMemcpyDeviceToHost));
-  cudaFree(dcs);
+  cudaFree(din);
   cudaFree(dM);
   // Entries no block touches: bit for bit; the rest within rounding of the products (a block's
   // entries are sums of rt products of numbers below 1 in magnitude, blocks applied in turn).
@@ -482,6 +487,73 @@ TEST_CASE("givens blocks applied on the GPU in one call: as the blocks one by on
       check_apply<float>(L, p, base, w, roff, 5, 6, -(1 << 30));
     }
   }
+}
+
+// The plans beyond gpu_givens_apply's groups of 32 sweeps (rank 33-64 and the groups of wider ones,
+// deleting rows, adding columns: w 64 or 32, bw <= 128), blocks whose rows are not a multiple of
+// four or of a warp's 16, one block narrower than w; columns cut where R's rows start and not,
+// widths not a multiple of the kernel's 32, Q^T b's single column.
+TEST_CASE("givens blocks applied on the GPU by one kernel of the blocks: as the blocks one by one") {
+  for (auto [L, p, base, w] : {std::tuple{3064, 64, 3000, 64}, {600, 64, 560, 64}, {200, 40, 150, 64},
+                               {200, 40, 150, 32}, {90, 31, 60, 64}, {40, 5, 35, 64}, {2, 1, 1, 64},
+                               {500, 17, 483, 64}, {1133, 33, 1100, 64}, {700, 64, 0, 64}, {130, 50, 81, 77}}) {
+    tessera::kernels::givens_plan plan;
+    plan.L = L;
+    plan.p = p;
+    plan.base = base;
+    plan.w = w;
+    REQUIRE(tessera::kernels::gpu_givens_blocks_apply_fits<double>(plan));
+    for (int roff : {0, 37}) {
+      const int cols = L + roff + 20, few = std::min(cols, 300), cut = std::max(3, cols - 300);
+      check_apply<double>(L, p, base, w, roff, 0, few, -(1 << 30), true);
+      check_apply<float>(L, p, base, w, roff, 0, few, -(1 << 30), true);
+      check_apply<double>(L, p, base, w, roff, cut, cols, -p + 1, true);
+      check_apply<float>(L, p, base, w, roff, cut, cols, -p + 1, true);
+      check_apply<double>(L, p, base, w, roff, 0, 1, -(1 << 30), true);
+      check_apply<float>(L, p, base, w, roff, 5, 6, -(1 << 30), true);
+    }
+  }
+}
+
+TEST_CASE("givens blocks applied on the GPU by one kernel of the blocks: bad arguments named, the matrix untouched") {
+  tessera::kernels::givens_plan plan;
+  plan.L = 300;
+  plan.p = 40;
+  plan.base = 260;
+  plan.w = 64;
+  double* dM = nullptr;
+  cuda_ok(cudaMalloc(&dM, sizeof(double) * 400 * 400));
+  cuda_ok(cudaMemset(dM, 0, sizeof(double) * 400 * 400));
+  auto message = [&](auto&& call) {
+    std::string what;
+    try {
+      call();
+    } catch (const std::invalid_argument& e) {
+      what = e.what();
+    }
+    return what;
+  };
+  const double* S = dM;  // never read: the checks come first
+  using tessera::kernels::gpu_givens_blocks_apply;
+  CHECK(message([&] { gpu_givens_blocks_apply(plan, S, dM, 299, 0, 0, 10, 0, nullptr); }).find("ldm") !=
+        std::string::npos);
+  CHECK(message([&] { gpu_givens_blocks_apply(plan, S, dM, 400, -1, 0, 10, 0, nullptr); }).find("roff") !=
+        std::string::npos);
+  CHECK(message([&] { gpu_givens_blocks_apply(plan, S, dM, 400, 0, -2, 10, 0, nullptr); }).find("jbeg") !=
+        std::string::npos);
+  CHECK(message([&] { gpu_givens_blocks_apply(plan, static_cast<const double*>(nullptr), dM, 400, 0, 0, 10, 0,
+                                              nullptr); })
+            .find("S") != std::string::npos);
+  CHECK(tessera::kernels::gpu_givens_blocks_apply_fits<double>(plan));
+  plan.w = 100;  // bw = 140 > gpu_givens_blocks_apply_max_bw
+  CHECK_FALSE(tessera::kernels::gpu_givens_blocks_apply_fits<double>(plan));
+  CHECK(message([&] { gpu_givens_blocks_apply(plan, S, dM, 400, 0, 0, 10, 0, nullptr); }).find("bw") !=
+        std::string::npos);
+  cuda_ok(cudaDeviceSynchronize());
+  std::vector<double> after(400 * 400);
+  cuda_ok(cudaMemcpy(after.data(), dM, sizeof(double) * after.size(), cudaMemcpyDeviceToHost));
+  CHECK(std::all_of(after.begin(), after.end(), [](double x) { return x == 0.0; }));
+  cudaFree(dM);
 }
 
 TEST_CASE("givens blocks applied on the GPU in one call: bad arguments named, the matrix untouched") {

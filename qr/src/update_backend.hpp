@@ -261,6 +261,15 @@ struct host_backend : lane_checked {  // the lanes' order checked when asked (la
   }
   template <class T>
   void givens_apply(int, const kernels::givens_plan&, const T*, T*, int, int, int, int, int) {}
+  // Whether the backend applies a plan's blocks S (givens_blocks') to columns from the left in one
+  // call (the GPU's kernels::gpu_givens_blocks_apply, same arguments) instead of a GEMM and a copy
+  // a block.
+  template <class T>
+  static constexpr bool givens_blocks_apply_fits(const kernels::givens_plan&) {
+    return false;
+  }
+  template <class T>
+  void givens_blocks_apply(int, const kernels::givens_plan&, const T*, T*, int, int, int, int, int) {}
   // H (rows x cols, ldh, upper Hessenberg) := its triangular form, cs := the rotations
   // (kernels::hessenberg_rotations).
   template <class T>
@@ -429,6 +438,11 @@ struct gpu_backend : lane_checked {
   template <class T>
   void givens_apply(int lane, const kernels::givens_plan& plan, const T* cs, T* M, int ldm, int roff, int jbeg,
                     int jend, int cshift);
+  template <class T>
+  static bool givens_blocks_apply_fits(const kernels::givens_plan& plan);
+  template <class T>
+  void givens_blocks_apply(int lane, const kernels::givens_plan& plan, const T* S, T* M, int ldm, int roff, int jbeg,
+                           int jend, int cshift);
   template <class T>
   void hessenberg_rotations(int lane, int rows, int cols, T* H, int ldh, T* cs);
   template <class T>

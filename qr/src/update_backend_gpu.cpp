@@ -522,6 +522,21 @@ void gpu_backend::givens_apply(int lane, const kernels::givens_plan& plan, const
   kernels::gpu_givens_apply(plan, cs, M, ldm, roff, jbeg, jend, cshift, _r->s[lane]);
 }
 
+// Beyond gpu_givens_apply's groups (p > 32: rank 64 and wider, deleting rows, adding columns), the
+// blocks in one kernel a matrix and group instead of 2 calls a block.
+template <class T>
+bool gpu_backend::givens_blocks_apply_fits(const kernels::givens_plan& plan) {
+  return kernels::gpu_givens_blocks_apply_fits<T>(plan);
+}
+
+template <class T>
+void gpu_backend::givens_blocks_apply(int lane, const kernels::givens_plan& plan, const T* S, T* M, int ldm, int roff,
+                                      int jbeg, int jend, int cshift) {
+  const lane_region m = jend > jbeg ? block(M + roff + std::size_t(jbeg) * ldm, plan.L, jend - jbeg, ldm) : lane_region{};
+  note(lane, {span(S, plan.blocks_size()), m}, {m}, "givens_blocks_apply");
+  kernels::gpu_givens_blocks_apply(plan, S, M, ldm, roff, jbeg, jend, cshift, _r->s[lane]);
+}
+
 template <class T>
 void gpu_backend::hessenberg_rotations(int lane, int rows, int cols, T* H, int ldh, T* cs) {
   note_hessenberg(lane, rows, cols, H, ldh, cs);
@@ -644,6 +659,9 @@ unsigned gpu_backend::count_non_finite(int m, int n, const T* A, int lda) {
   template bool gpu_backend::givens_apply_fits<T>(const kernels::givens_plan&);                     \
   template void gpu_backend::givens_apply<T>(int, const kernels::givens_plan&, const T*, T*, int, int, int, int, \
                                              int);                                                           \
+  template bool gpu_backend::givens_blocks_apply_fits<T>(const kernels::givens_plan&);              \
+  template void gpu_backend::givens_blocks_apply<T>(int, const kernels::givens_plan&, const T*, T*, int, int, int, \
+                                                    int, int);                                                    \
   template void gpu_backend::hessenberg_rotations<T>(int, int, int, T*, int, T*);                  \
   template void gpu_backend::rotations_left<T>(int, int, int, const T*, T*, int);                  \
   template void gpu_backend::rotations_right<T>(int, int, int, const T*, T*, int);                 \

@@ -566,7 +566,8 @@ inline constexpr int givens_group_width = 64;
 // A group's rotations applied block by block to M: rows [roff + row0(t), + rows(t)) from the left
 // (side 'L', columns from max(jbeg, that row + cshift) to jend) or those columns from the right
 // ('R', rows [jbeg, jend)). From the left in one call with the rotations cs where the backend has
-// it (`direct`, kernels::gpu_givens_apply), else a GEMM and a copy a block with the blocks S
+// it (`direct`, kernels::gpu_givens_apply), else with the blocks S: from the left in one call
+// where the backend has it (kernels::gpu_givens_blocks_apply), else a GEMM and a copy a block
 // through `work` (bw x the columns from the left, the rows x bw from the right, ld their count);
 // on the CPUs Q's rows in pieces, each product and its copy back together.
 inline constexpr int no_cshift = -(1 << 30);
@@ -575,6 +576,10 @@ void apply_givens(B& be, int lane, const kernels::givens_plan& sub, bool direct,
                   T* M, int ldm, int roff, int jbeg, int jend, int cshift, T* work) {
   if (direct && side == 'L') {
     be.givens_apply(lane, sub, cs, M, ldm, roff, jbeg, jend, cshift);
+    return;
+  }
+  if (side == 'L' && be.template givens_blocks_apply_fits<T>(sub)) {
+    be.givens_blocks_apply(lane, sub, S, M, ldm, roff, jbeg, jend, cshift);
     return;
   }
   const int bw = sub.bw();
@@ -655,7 +660,7 @@ void givens_update(update_state<B, T>& st, const kernels::givens_plan& plan, T* 
     const int lane_rr = rest > 0 ? lane_d : lane_r;
     const int r_on_r = lane_rr == lane_r ? tg.col_end : 0, r_on_d = lane_rr == lane_d ? tg.col_end : 0;
     if (!direct || q_kept) be.ensure(st.S, sub.blocks_size());
-    if (!direct) {
+    if (!direct && !be.template givens_blocks_apply_fits<T>(sub)) {
       be.ensure(st.work_r, std::size_t(bw) * std::max({rest, r_on_r, 1}));
       if (st.nrhs > 0 || r_on_d > 0) be.ensure(st.work_d, std::size_t(bw) * std::max({r_on_d, st.nrhs, 1}));
     }

@@ -47,6 +47,21 @@ template <class T>
 void gpu_givens_apply(const givens_plan& plan, const T* cs, T* M, int ldm, int roff, int jbeg, int jend, int cshift,
                       cudaStream_t stream);
 
+// The widest block gpu_givens_blocks_apply takes (the updates' blocks beyond gpu_givens_apply's
+// groups of 32 sweeps have w + p <= 128).
+inline constexpr int gpu_givens_blocks_apply_max_bw = 128;
+
+// The blocks S_t (gpu_givens_blocks') applied from the left to the columns of M (ldm) in the
+// blocks' order by one kernel instead of a GEMM and a copy a block: with g = roff + row0(t), M's
+// rows [g, g + rows(t)) in its columns [max(jbeg, g + cshift), jend) become S_t^T times those rows
+// (the columns left of that are not touched). Arithmetic in double on the tensor cores (sm_80 and
+// later). gpu_givens_blocks_apply_fits(plan): bw within the limit above.
+template <class T>
+bool gpu_givens_blocks_apply_fits(const givens_plan& plan);
+template <class T>
+void gpu_givens_blocks_apply(const givens_plan& plan, const T* S, T* M, int ldm, int roff, int jbeg, int jend,
+                             int cshift, cudaStream_t stream);
+
 namespace detail {
 // The shared memory a block of the Givens kernels may take: the device's opt-in limit, or less
 // where a test has set one (0: none), so that the forms for GPUs with less than the H100's (the
