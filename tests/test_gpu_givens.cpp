@@ -390,6 +390,34 @@ TEST_CASE("givens sweeps on the GPU: too few sync ints named") {
 
 namespace {
 
+// Whether a call throws std::invalid_argument naming `name`.
+template <class F>
+bool refused_naming(F&& call, const char* name) {
+  try {
+    call();
+  } catch (const std::invalid_argument& e) {
+    return std::string(e.what()).find(name) != std::string::npos;
+  }
+  return false;
+}
+
+// A 400 x 400 matrix of zeros in device memory, for calls refused before they touch it.
+struct zero_matrix {
+  static constexpr std::size_t count = 400 * 400;
+  double* d = nullptr;
+  zero_matrix() {
+    cuda_ok(cudaMalloc(&d, sizeof(double) * count));
+    cuda_ok(cudaMemset(d, 0, sizeof(double) * count));
+  }
+  ~zero_matrix() { cudaFree(d); }
+  bool untouched() const {
+    cuda_ok(cudaDeviceSynchronize());
+    std::vector<double> after(count, 1.0);
+    cuda_ok(cudaMemcpy(after.data(), d, sizeof(double) * count, cudaMemcpyDeviceToHost));
+    return std::all_of(after.begin(), after.end(), [](double x) { return x == 0.0; });
+  }
+};
+
 // gpu_givens_apply (the rotations themselves, block by block; blocks = false) or
 // gpu_givens_blocks_apply (the blocks S_t in one kernel; blocks = true) against the blocks S_t
 // applied one by one on the host as the updates' GEMMs do: the CPUs' sweeps of a random strip applied from the
@@ -521,39 +549,20 @@ TEST_CASE("givens blocks applied on the GPU by one kernel of the blocks: bad arg
   plan.p = 40;
   plan.base = 260;
   plan.w = 64;
-  double* dM = nullptr;
-  cuda_ok(cudaMalloc(&dM, sizeof(double) * 400 * 400));
-  cuda_ok(cudaMemset(dM, 0, sizeof(double) * 400 * 400));
-  auto message = [&](auto&& call) {
-    std::string what;
-    try {
-      call();
-    } catch (const std::invalid_argument& e) {
-      what = e.what();
-    }
-    return what;
-  };
+  zero_matrix zm;
+  double* dM = zm.d;
   const double* S = dM;  // never read: the checks come first
   using tessera::kernels::gpu_givens_blocks_apply;
-  CHECK(message([&] { gpu_givens_blocks_apply(plan, S, dM, 299, 0, 0, 10, 0, nullptr); }).find("ldm") !=
-        std::string::npos);
-  CHECK(message([&] { gpu_givens_blocks_apply(plan, S, dM, 400, -1, 0, 10, 0, nullptr); }).find("roff") !=
-        std::string::npos);
-  CHECK(message([&] { gpu_givens_blocks_apply(plan, S, dM, 400, 0, -2, 10, 0, nullptr); }).find("jbeg") !=
-        std::string::npos);
-  CHECK(message([&] { gpu_givens_blocks_apply(plan, static_cast<const double*>(nullptr), dM, 400, 0, 0, 10, 0,
-                                              nullptr); })
-            .find("S") != std::string::npos);
+  CHECK(refused_naming([&] { gpu_givens_blocks_apply(plan, S, dM, 299, 0, 0, 10, 0, nullptr); }, "ldm"));
+  CHECK(refused_naming([&] { gpu_givens_blocks_apply(plan, S, dM, 400, -1, 0, 10, 0, nullptr); }, "roff"));
+  CHECK(refused_naming([&] { gpu_givens_blocks_apply(plan, S, dM, 400, 0, -2, 10, 0, nullptr); }, "jbeg"));
+  const double* none = nullptr;
+  CHECK(refused_naming([&] { gpu_givens_blocks_apply(plan, none, dM, 400, 0, 0, 10, 0, nullptr); }, "S is null"));
   CHECK(tessera::kernels::gpu_givens_blocks_apply_fits<double>(plan));
   plan.w = 100;  // bw = 140 > gpu_givens_blocks_apply_max_bw
   CHECK_FALSE(tessera::kernels::gpu_givens_blocks_apply_fits<double>(plan));
-  CHECK(message([&] { gpu_givens_blocks_apply(plan, S, dM, 400, 0, 0, 10, 0, nullptr); }).find("bw") !=
-        std::string::npos);
-  cuda_ok(cudaDeviceSynchronize());
-  std::vector<double> after(400 * 400);
-  cuda_ok(cudaMemcpy(after.data(), dM, sizeof(double) * after.size(), cudaMemcpyDeviceToHost));
-  CHECK(std::all_of(after.begin(), after.end(), [](double x) { return x == 0.0; }));
-  cudaFree(dM);
+  CHECK(refused_naming([&] { gpu_givens_blocks_apply(plan, S, dM, 400, 0, 0, 10, 0, nullptr); }, "bw"));
+  CHECK(zm.untouched());
 }
 
 TEST_CASE("givens blocks applied on the GPU in one call: bad arguments named, the matrix untouched") {
@@ -562,37 +571,22 @@ TEST_CASE("givens blocks applied on the GPU in one call: bad arguments named, th
   plan.p = 20;
   plan.base = 280;
   plan.w = 128;
-  double* dM = nullptr;
-  cuda_ok(cudaMalloc(&dM, sizeof(double) * 400 * 400));
-  cuda_ok(cudaMemset(dM, 0, sizeof(double) * 400 * 400));
-  auto message = [&](auto&& call) {
-    std::string what;
-    try {
-      call();
-    } catch (const std::invalid_argument& e) {
-      what = e.what();
-    }
-    return what;
-  };
+  zero_matrix zm;
+  double* dM = zm.d;
   const double* cs = dM;  // never read: the checks come first
-  CHECK(message([&] { tessera::kernels::gpu_givens_apply(plan, cs, dM, 299, 0, 0, 10, 0, nullptr); }).find("ldm") !=
-        std::string::npos);
-  CHECK(message([&] { tessera::kernels::gpu_givens_apply(plan, cs, dM, 400, -1, 0, 10, 0, nullptr); }).find("roff") !=
-        std::string::npos);
-  CHECK(message([&] { tessera::kernels::gpu_givens_apply(plan, cs, dM, 400, 0, -2, 10, 0, nullptr); }).find("jbeg") !=
-        std::string::npos);
-  CHECK(message([&] { tessera::kernels::gpu_givens_apply(plan, static_cast<const double*>(nullptr), dM, 400, 0, 0, 10,
-                                                         0, nullptr); })
-            .find("cs") != std::string::npos);
+  using tessera::kernels::gpu_givens_apply;
+  CHECK(refused_naming([&] { gpu_givens_apply(plan, cs, dM, 299, 0, 0, 10, 0, nullptr); }, "ldm"));
+  CHECK(refused_naming([&] { gpu_givens_apply(plan, cs, dM, 400, -1, 0, 10, 0, nullptr); }, "roff"));
+  CHECK(refused_naming([&] { gpu_givens_apply(plan, cs, dM, 400, 0, -2, 10, 0, nullptr); }, "jbeg"));
+  const double* none = nullptr;
+  CHECK(refused_naming([&] { gpu_givens_apply(plan, none, dM, 400, 0, 0, 10, 0, nullptr); }, "cs is null"));
   CHECK(tessera::kernels::gpu_givens_apply_fits<double>(plan));
   plan.w = 200;  // bw = 220 > gpu_givens_apply_max_bw
   CHECK_FALSE(tessera::kernels::gpu_givens_apply_fits<double>(plan));
-  CHECK(message([&] { tessera::kernels::gpu_givens_apply(plan, cs, dM, 400, 0, 0, 10, 0, nullptr); }).find("bw") !=
-        std::string::npos);
+  CHECK(refused_naming([&] { gpu_givens_apply(plan, cs, dM, 400, 0, 0, 10, 0, nullptr); }, "bw"));
   plan.w = 150;  // bw = 170, but w > gpu_givens_apply_max_w (a warp's rotations a step would pass kmax)
   CHECK_FALSE(tessera::kernels::gpu_givens_apply_fits<double>(plan));
-  CHECK(message([&] { tessera::kernels::gpu_givens_apply(plan, cs, dM, 400, 0, 0, 10, 0, nullptr); }).find("plan.w") !=
-        std::string::npos);
+  CHECK(refused_naming([&] { gpu_givens_apply(plan, cs, dM, 400, 0, 0, 10, 0, nullptr); }, "plan.w"));
   {  // a device with less shared memory than the plan needs (39 KB for its rows, 40 KB for its rotations)
     struct reset {
       ~reset() { tessera::kernels::detail::gpu_givens_limit_shared_memory(0); }
@@ -600,12 +594,7 @@ TEST_CASE("givens blocks applied on the GPU in one call: bad arguments named, th
     plan.w = 128;
     tessera::kernels::detail::gpu_givens_limit_shared_memory(40 * 1024);
     CHECK_FALSE(tessera::kernels::gpu_givens_apply_fits<double>(plan));
-    CHECK(message([&] { tessera::kernels::gpu_givens_apply(plan, cs, dM, 400, 0, 0, 10, 0, nullptr); })
-              .find("shared memory") != std::string::npos);
+    CHECK(refused_naming([&] { gpu_givens_apply(plan, cs, dM, 400, 0, 0, 10, 0, nullptr); }, "shared memory"));
   }
-  cuda_ok(cudaDeviceSynchronize());
-  std::vector<double> after(400 * 400, 1.0);
-  cuda_ok(cudaMemcpy(after.data(), dM, sizeof(double) * after.size(), cudaMemcpyDeviceToHost));
-  CHECK(std::all_of(after.begin(), after.end(), [](double x) { return x == 0.0; }));
-  cudaFree(dM);
+  CHECK(zm.untouched());
 }
