@@ -1,6 +1,7 @@
 #pragma once
 // The tensor cores' m8n8k4 product in double (sm_80 and later), for the kernels that keep their
-// operands in registers (gpu_tp_apply_right, the batched inverse by blocks).
+// operands in registers (the TPQRT chain, gpu_tp_apply_right, gpu_givens_blocks_apply, the batched
+// inverse by blocks).
 namespace tessera::kernels::detail {
 
 // c += a b for one 8 x 8 tile: lane 4 gr + tq holds a = A(gr, tq) of the 8 x 4 A operand,

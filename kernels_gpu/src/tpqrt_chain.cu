@@ -29,6 +29,7 @@
 #include <tessera/kernels_gpu/gpu_tpqrt.hpp>
 
 #include "check.hpp"
+#include "dmma.cuh"
 #include "equilibrate.hpp"
 #include "flags.cuh"
 #include "per_device.hpp"
@@ -65,12 +66,6 @@ __device__ __forceinline__ int i_product1(int tile, int n) {
 }
 __device__ __forceinline__ int i_product2(int kk, int k) { return 4 * k + (kk & 3) + 16 * (kk >> 2); }
 
-// D (8 x 8, two values a lane) += A (8 x 4, one) B (4 x 8, one), FP64 on the tensor cores.
-__device__ __forceinline__ void dmma(double& d0, double& d1, double a, double b) {
-  asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};"
-               : "+d"(d0), "+d"(d1)
-               : "d"(a), "d"(b));
-}
 
 
 constexpr int group_data = 72;  // a group's Gram block (8 x 8, row-major) and its 8 taus
@@ -187,7 +182,7 @@ __device__ __forceinline__ void apply_panel(const chain_args<T>& g, int t, T* to
       const int row = L.row0 + 8 * b + h;
 #pragma unroll
       for (int tile = 0; tile < 4; ++tile)
-        dmma(acc[tile][0], acc[tile][1], Vs[i_product1(tile, L.n8) * S::ldv + row], a[b][h]);
+        detail::dmma_8x8x4(acc[tile], Vs[i_product1(tile, L.n8) * S::ldv + row], a[b][h]);
     }
 #pragma unroll
   for (int tile = 0; tile < 4; ++tile)
@@ -225,7 +220,7 @@ __device__ __forceinline__ void apply_panel(const chain_args<T>& g, int t, T* to
   for (int b = 0; b < QB; ++b) {
     const int row = 8 * QB * L.rq + 8 * b + L.n8;
 #pragma unroll
-    for (int kk = 0; kk < 8; ++kk) dmma(a[b][0], a[b][1], wa[kk], Vs[i_product2(kk, L.k4) * S::ldv + row]);
+    for (int kk = 0; kk < 8; ++kk) detail::dmma_8x8x4(a[b], wa[kk], Vs[i_product2(kk, L.k4) * S::ldv + row]);
   }
 }
 
@@ -246,12 +241,12 @@ __device__ __forceinline__ int vf_index(int rq, int b, int h, int lane) {
 // column group) on the tensor cores, summed over the lane's row quarter.
 template <int QB>
 __device__ __forceinline__ void vt_times(const double* Vg, const double (&a)[QB][2], const lane_geometry& L,
-                                         double& acc0, double& acc1) {
-  acc0 = 0, acc1 = 0;
+                                         double (&acc)[2]) {
+  acc[0] = 0, acc[1] = 0;
 #pragma unroll
   for (int b = 0; b < QB; ++b)
 #pragma unroll
-    for (int h = 0; h < 2; ++h) dmma(acc0, acc1, Vg[vf_index<QB>(L.rq, b, h, L.lane)], a[b][h]);
+    for (int h = 0; h < 2; ++h) detail::dmma_8x8x4(acc, Vg[vf_index<QB>(L.rq, b, h, L.lane)], a[b][h]);
 }
 
 // a -= V_g f on the tensor cores: V_g a group's 8 reflectors (Vf order), f their multipliers for
@@ -263,8 +258,8 @@ __device__ __forceinline__ void subtract_v_f(const double* Vg, const double* ff,
   const int h = L.n8 & 1, l0 = 4 * L.k4 + (L.n8 >> 1);
 #pragma unroll
   for (int b = 0; b < QB; ++b) {
-    dmma(a[b][0], a[b][1], f0, Vg[vf_index<QB>(L.rq, b, h, l0)]);
-    dmma(a[b][0], a[b][1], f1, Vg[vf_index<QB>(L.rq, b, h, l0 + 16)]);
+    detail::dmma_8x8x4(a[b], f0, Vg[vf_index<QB>(L.rq, b, h, l0)]);
+    detail::dmma_8x8x4(a[b], f1, Vg[vf_index<QB>(L.rq, b, h, l0 + 16)]);
   }
 }
 
@@ -320,10 +315,10 @@ __device__ __forceinline__ void apply_panel_groups(const chain_args<T>& g, int t
       tops[tid] = c < jb ? static_cast<double>(top[32 * t + 8 * grp + i + static_cast<std::ptrdiff_t>(c) * ldtop]) : 0.0;
     }
     __syncthreads();
-    double acc0, acc1;
-    vt_times<QB>(Vg, a, L, acc0, acc1);
-    Gq[(L.rq * 8 + L.n8) * 32 + 8 * L.cq + 2 * L.k4] = acc0;
-    Gq[(L.rq * 8 + L.n8) * 32 + 8 * L.cq + 2 * L.k4 + 1] = acc1;
+    double acc[2];
+    vt_times<QB>(Vg, a, L, acc);
+    Gq[(L.rq * 8 + L.n8) * 32 + 8 * L.cq + 2 * L.k4] = acc[0];
+    Gq[(L.rq * 8 + L.n8) * 32 + 8 * L.cq + 2 * L.k4 + 1] = acc[1];
     __syncthreads();
     if (tid < 32) {
       double fv[8];
@@ -486,10 +481,10 @@ __device__ __forceinline__ void factor_panel(const chain_args<T>& g, int s, T* t
     }
     // The later groups' columns take the group's reflectors: W = R(rows of the group, :) + V^T a ...
     if (L.cq > grp) {
-      double acc0, acc1;
-      vt_times<QB>(Vg, a, L, acc0, acc1);
-      Gq[(L.rq * 8 + L.n8) * 32 + 8 * L.cq + 2 * L.k4] = acc0;
-      Gq[(L.rq * 8 + L.n8) * 32 + 8 * L.cq + 2 * L.k4 + 1] = acc1;
+      double acc[2];
+      vt_times<QB>(Vg, a, L, acc);
+      Gq[(L.rq * 8 + L.n8) * 32 + 8 * L.cq + 2 * L.k4] = acc[0];
+      Gq[(L.rq * 8 + L.n8) * 32 + 8 * L.cq + 2 * L.k4 + 1] = acc[1];
     }
     __syncthreads();
     // ... f_i = tau_i (W_i - sum_{k<i} G(k, i) f_k), the multipliers of the reflectors in turn ...
@@ -513,10 +508,10 @@ __device__ __forceinline__ void factor_panel(const chain_args<T>& g, int s, T* t
   }
   // The Gram entries between groups, G = V^T V on the tensor cores (quarters summed after).
   for (int gk = 0; gk < L.cq && 8 * L.cq < jb; ++gk) {
-    double acc0, acc1;
-    vt_times<QB>(Vf + gk * S::vf_group, a, L, acc0, acc1);
-    Gq[(L.rq * 32 + 8 * gk + L.n8) * 32 + 8 * L.cq + 2 * L.k4] = acc0;
-    Gq[(L.rq * 32 + 8 * gk + L.n8) * 32 + 8 * L.cq + 2 * L.k4 + 1] = acc1;
+    double acc[2];
+    vt_times<QB>(Vf + gk * S::vf_group, a, L, acc);
+    Gq[(L.rq * 32 + 8 * gk + L.n8) * 32 + 8 * L.cq + 2 * L.k4] = acc[0];
+    Gq[(L.rq * 32 + 8 * gk + L.n8) * 32 + 8 * L.cq + 2 * L.k4 + 1] = acc[1];
   }
   __syncthreads();
   for (int idx = tid; idx < 1024; idx += threads) {
