@@ -522,7 +522,7 @@ void gpu_backend::givens_apply(int lane, const kernels::givens_plan& plan, const
   kernels::gpu_givens_apply(plan, cs, M, ldm, roff, jbeg, jend, cshift, _r->s[lane]);
 }
 
-// Beyond gpu_givens_apply's groups (p > 32: rank 64 and wider, deleting rows, adding columns), the
+// Beyond gpu_givens_apply's groups (p > 32: rank 33 and up, deleting rows, adding columns), the
 // blocks in one kernel a matrix and group instead of 2 calls a block.
 template <class T>
 bool gpu_backend::givens_blocks_apply_fits(const kernels::givens_plan& plan) {
