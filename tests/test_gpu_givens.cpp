@@ -314,8 +314,9 @@ TEST_CASE("givens sweeps on the GPU: blocks of other widths as on the CPUs") {
 }
 
 // On GPUs with less shared memory a block than the H100's (the A100's 163 KB, consumer GPUs'
-// 99 KB), the forms that need more give way to ones that fit: the scans (110 KB in double) to the
-// wavefronts, the blocks to global memory. Limits imposed here, the results as on the CPUs.
+// 99 KB), the forms that need more give way to ones that fit: the scans work on the column in
+// place instead of in shared memory (24 KB for 3000 rows in double), the wavefront and the blocks
+// in global memory. Limits imposed here, the results as on the CPUs.
 TEST_CASE("givens sweeps on the GPU: with less shared memory, the same results") {
   struct reset {
     ~reset() { tessera::kernels::detail::gpu_givens_limit_shared_memory(0); }

@@ -217,21 +217,31 @@ __global__ void __launch_bounds__(32) givens_generate_systolic_kernel(givens_pla
     }
 }
 
-// The sweeps of long strips (where scan_pays) one at a time, each in parallel over its rows, a
-// block of 512 threads a column. Sweep j's rotations follow from column j alone:
-// the carry that reaches row i is ||x(i:top, j)|| (x(i, j) itself where the rows below are zero),
-// so a suffix sum of squares (scaled by a power of two from the column's largest entry, so
-// nothing overflows) gives every rotation at once: b_i = that norm, (c, s) = make_rotation(x(i -
-// 1, j), b_i). A later column then takes the sweep's rotations as a first-order recurrence,
-// v(i - 1) = s_i v(i) + c_i x(i - 1) with x(i) := -s_i x(i - 1) + c_i v(i), solved by tiles of
-// 256 rotations from the bottom: a lane composes its run of 8 into one affine map v -> A v + B, a
-// scan over the lanes gives each its carry, the tile passes its last carry on.
-// The wavefront forms wait on one rotation after another, rows + sweeps of them in sequence; here
-// a sweep costs a few block barriers and a pass over its rows. The same rotations and results up
-// to rounding (the norms and the carries are summed in another order). Every access to global
-// memory is coalesced through shared memory: with a lane's run read from global memory directly
-// (each warp load touching 32 lines) the kernel was 2-4x slower.
-constexpr int scan_threads = 512;
+// The sweeps of long strips (where scan_pays) by scans over their rows, a block of 512 threads a
+// column, the sweeps pipelined by row tiles. Sweep j's rotations follow from column j alone: the
+// carry that reaches row i is ||x(i:top, j)|| (x(i, j) itself where the rows below are zero), so a
+// suffix sum of squares gives every rotation of a tile at once: b_i = that norm, (c, s) =
+// make_rotation(x(i - 1, j), b_i). A later column takes the sweep's rotations as a first-order
+// recurrence, v(i - 1) = s_i v(i) + c_i x(i - 1) with x(i) := -s_i x(i - 1) + c_i v(i): each
+// thread composes its rows' maps v -> A v + B, a scan over the block gives each its carry.
+//
+// Block c (by a ticket taken as it starts, so it waits only for blocks already running) holds its
+// column in shared memory and goes up it by steps of H = 512 R rows from the bottom: in step k it
+// applies sweeps 0 .. c - 1 to their rows e = base + j - i in [k H, (k + 1) H), in order, then makes
+// sweep c's rotations for those rows and publishes them (a device-scope flag per sweep: rows from
+// the bottom that have theirs). Sweep j's rotation i needs row i - 1 after sweep j - 1, whose
+// rotation there has the same e, so each step is complete in itself, and block c + 1 applies
+// sweep c's bottom rows while block c is still going up: a sweep costs a step of one column, not a
+// pass over all of it. Where each block went up the whole column sweep by sweep (two passes an
+// apply, then the generation), a sweep cost about 5 us plus 2.7 us per 1000 rows on the H200
+// (docs/results/2026-11-28-givens-pipeline-h200.md).
+//
+// The squares are scaled by one power of two for the whole column, 2^-e with 2^e above its
+// original norm: the sweeps are rotations on its rows, so the norm, and with it every entry, stays
+// below that bound (no overflow); an entry below 2^-500 of the norm (2^-60 in single) may then
+// square to zero, which drops less than that from the column. The same rotations and results up
+// to rounding (the norms and the carries are summed in another order).
+constexpr int scan_threads = 512, scan_warps = scan_threads / 32, scan_max_p = 64;
 
 // Where the sweeps by scans are faster: a sweep cost them about 4 us plus 0.016 us a row on one
 // block, the systolic wavefront 0.7-0.9 us a step (rows + sweeps steps). H100, ncu, double, (L, p, base) ->
@@ -240,10 +250,10 @@ constexpr int scan_threads = 512;
 // 20, 12000) 9356 / 2863; against the block-wide wavefront (p >= 32), (4000, 32, 3968) 8250 /
 // 2240, (600, 40, 560) 1585 / 673, (3000, 64, 2936) 9617 / 6246, (6050, 50, 6000) 22803 / 7799;
 // but (2000, 31, 40), sweeps of at most 71 rows, 66 / 203 (docs/results/2026-11-27-givens-scan-h100.md).
-// A block a column (below) took the scans 1.6-2.5x faster again (H200, 2026-11-28).
+// A block a column took the scans 1.6-2.5x faster again (H200, 2026-11-28).
 inline bool scan_pays(const givens_plan& plan) {
   const int rows = plan.umax_all();  // the longest sweep's rotations
-  return plan.p <= 64 && rows >= 64 && rows >= 8 * plan.p;
+  return plan.p <= scan_max_p && rows >= 64 && rows >= 8 * plan.p;
 }
 
 template <class T>
@@ -252,288 +262,230 @@ __device__ __forceinline__ T nan_max(T a, T b) {
 }
 
 template <class T>
-__device__ T block_max(T v, T* red) {
+struct pair_of;
+template <>
+struct pair_of<double> {
+  using type = double2;
+};
+template <>
+struct pair_of<float> {
+  using type = float2;
+};
+
+// The block's maps v -> A v + B composed from thread 0 up (thread t's after those of the threads
+// before it): returns the carry into thread t's map, v0 having entered thread 0's; `out` gets what
+// leaves the last thread's, in every thread. One barrier (wA, wB: the warps' composed maps).
+template <class T>
+__device__ __forceinline__ T block_carry_in(T A, T B, T v0, T* wA, T* wB, T& out) {
   const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
 #pragma unroll
-  for (int d = 16; d >= 1; d /= 2) v = nan_max(v, __shfl_xor_sync(0xffffffffu, v, d));
-  if (lane == 0) red[warp] = v;
+  for (int d = 1; d < 32; d *= 2) {  // (A, B) o (A2, B2) = (A A2, A B2 + B)
+    const T A2 = __shfl_up_sync(0xffffffffu, A, d), B2 = __shfl_up_sync(0xffffffffu, B, d);
+    if (lane >= d) {
+      B = fma(A, B2, B);
+      A *= A2;
+    }
+  }
+  if (lane == 31) wA[warp] = A, wB[warp] = B;
   __syncthreads();
-  if (warp == 0) {
-    T w = lane < scan_threads / 32 ? red[lane] : T(0);  // v >= 0 here
+  T v = v0, vw = v0;
 #pragma unroll
-    for (int d = 16; d >= 1; d /= 2) w = nan_max(w, __shfl_xor_sync(0xffffffffu, w, d));
-    if (lane == 0) red[32] = w;
+  for (int w = 0; w < scan_warps; ++w) {
+    if (w == warp) vw = v;
+    v = fma(wA[w], v, wB[w]);
   }
-  __syncthreads();
-  return red[32];
+  out = v;
+  const T Ap = __shfl_up_sync(0xffffffffu, A, 1), Bp = __shfl_up_sync(0xffffffffu, B, 1);
+  return lane == 0 ? vw : fma(Ap, vw, Bp);
 }
 
-// The sum of v over the lanes after this one (0 in lane 31).
-template <class T>
-__device__ __forceinline__ T warp_sum_after(T v, int lane) {
-#pragma unroll
-  for (int d = 1; d < 32; d *= 2) {
-    const T o = __shfl_down_sync(0xffffffffu, v, d);
-    if (lane + d < 32) v += o;
+// Sweep j's rotations of step k: rows i with e = base + j - i in [k H, (k + 1) H), within [j + 1,
+// top_j]; [ilo, ihi], empty if ihi < ilo.
+struct step_rows {
+  int top, ilo, ihi;
+  __device__ step_rows(const givens_plan& plan, int j, int k, int H) {
+    top = min(plan.L - 1, plan.base + j);
+    ihi = min(top, plan.base + j - k * H);
+    ilo = max(j + 1, plan.base + j - (k + 1) * H + 1);
   }
-  const T after = __shfl_down_sync(0xffffffffu, v, 1);
-  return lane == 31 ? T(0) : after;
-}
+};
 
-// The sum of v over the threads after this one.
-template <class T>
-__device__ T block_sum_after(T v, T* red) {
-  const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
-  const T in_warp = warp_sum_after(v, lane);
-  if (lane == 0) red[warp] = in_warp + v;  // the warp's total
-  __syncthreads();
-  if (warp == 0) red[32 + lane] = warp_sum_after(lane < scan_threads / 32 ? red[lane] : T(0), lane);
-  __syncthreads();
-  return in_warp + red[32 + warp];
-}
-
-// Shared memory of the scan kernel: column j's rows and their rotations a tile at a time, then
-// each warp's tile of the column's rows and of the rotations, laid out a lane's run of scan_nb
-// entries at a stride of scan_nb + 1 (no bank conflicts).
-constexpr int scan_tile = 2048, scan_nb = 8, scan_run = 32 * (scan_nb + 1);
-template <class T>
-constexpr std::size_t scan_shared_bytes() {
-  const std::size_t rot = 3 * scan_tile, apply = 3 * std::size_t(scan_run) * (scan_threads / 32);
-  return (rot > apply ? rot : apply) * sizeof(T);
-}
-
-// f(slot, c, s) for each of the lane's rotations in a tile (its run e = scan_nb lane + t < n, in
-// order), their (c, s) from shared memory.
-template <class T, class F>
-__device__ __forceinline__ void each_rotation(int lane, int n, const T* ac, const T* as, F&& f) {
-#pragma unroll
-  for (int t = 0; t < scan_nb; ++t) {
-    const int slot = lane * (scan_nb + 1) + t;
-    if (scan_nb * lane + t < n) f(slot, ac[slot], as[slot]);
-  }
-}
-
-// Sweep j's rotations i in [ilo_seg, ihi_seg] (of rows j + 1 .. top, cj) applied to column x by
-// one warp, by tiles of 32 scan_nb rotations from the bottom: lane l takes the tile's rotations
-// e = scan_nb l .. (e = ihi - i) and composes them into one map of the carry, v -> A v + B; a scan
-// over the lanes gives each its carry, the tile passes its last carry on. The tile's entries pass
-// through shared memory (sm: a run of x, then c, then s), loaded into registers one tile ahead,
-// each tile once its rotations are published (*published: rows from the bottom of the sweep that
-// have theirs stored). Map only: x untouched, (SA, SB) := the segment's map of the carry.
-// Otherwise: vin is the carry into the segment, the rows ilo_seg .. ihi_seg get their final
-// values, row ilo_seg - 1 is taken as `below` (its value before the sweep: the warp below may
-// already have written it) and, at the last segment (ilo_seg = j + 1), gets the last carry.
-template <bool MapOnly, class T>
-__device__ __forceinline__ void scan_apply(T* x, const T* cj, const int* published, int j, int top, int ilo_seg,
-                                           int ihi_seg, T vin, T below, int lane, T* sm, T& SA, T& SB) {
-  T* ac = sm + scan_run;
-  T* as = ac + scan_run;
-  const auto at = [](int q) { return q / scan_nb * (scan_nb + 1) + q % scan_nb; };
-  T px[scan_nb], pc[scan_nb], ps[scan_nb];
-  int seen = 0;  // rows published when last looked (an acquire is a round trip to L2: only when short)
-  const auto fetch = [&](int ihi) {
-    const int lo = max(ilo_seg, ihi - 32 * scan_nb + 1), n = ihi - lo + 1;
-    while (seen < top + 1 - lo) {
-      seen = detail::load_acquire<detail::flag_scope::device_global>(published);
-      if (seen < top + 1 - lo) __nanosleep(20);
-    }
-#pragma unroll
-    for (int k = 0; k < scan_nb; ++k) {
-      const int q = lane + 32 * k, i = ihi - q;
-      if (q < n) {
-        px[k] = i == ilo_seg && !MapOnly ? below : x[i - 1];
-        pc[k] = __ldcg(cj + 2 * i);  // from L2: another block stored them during this kernel
-        ps[k] = __ldcg(cj + 2 * i + 1);
-      }
-    }
-  };
-  SA = 1, SB = 0;
-  fetch(ihi_seg);
-  for (int ihi = ihi_seg; ihi >= ilo_seg; ihi -= 32 * scan_nb) {
-    const int ilo = max(ilo_seg, ihi - 32 * scan_nb + 1), n = ihi - ilo + 1;
-#pragma unroll
-    for (int k = 0; k < scan_nb; ++k) {
-      const int q = lane + 32 * k;
-      if (q < n) {
-        sm[at(q)] = px[k];
-        ac[at(q)] = pc[k];
-        as[at(q)] = ps[k];
-      }
-    }
-    __syncwarp();
-    if (ilo > ilo_seg) fetch(ilo - 1);  // the next tile's rows (above this one's: no overlap with its stores)
-    T A = 1, B = 0;
-    each_rotation(lane, n, ac, as, [&](int slot, T cs_c, T cs_s) {
-      B = fma(cs_s, B, cs_c * sm[slot]);
-      A *= cs_s;
-    });
-    // Lane l's incoming carry: the runs of lanes 0 .. l - 1 composed, (A, B) o (A2, B2) = (A A2, A B2 + B).
-#pragma unroll
-    for (int d = 1; d < 32; d *= 2) {
-      const T A2 = __shfl_up_sync(0xffffffffu, A, d), B2 = __shfl_up_sync(0xffffffffu, B, d);
-      if (lane >= d) {
-        B = fma(A, B2, B);
-        A *= A2;
-      }
-    }
-    if constexpr (MapOnly) {
-      const T At = __shfl_sync(0xffffffffu, A, 31), Bt = __shfl_sync(0xffffffffu, B, 31);
-      SB = fma(At, SB, Bt);
-      SA *= At;
-      __syncwarp();
-      continue;
-    }
-    const T Ap = __shfl_up_sync(0xffffffffu, A, 1), Bp = __shfl_up_sync(0xffffffffu, B, 1);
-    T v = lane == 0 ? vin : fma(Ap, vin, Bp);
-    vin = __shfl_sync(0xffffffffu, fma(A, vin, B), 31);  // the next tile's
-    each_rotation(lane, n, ac, as, [&](int slot, T cs_c, T cs_s) {
-      const T u = sm[slot];
-      sm[slot] = -cs_s * u + cs_c * v;  // the final value of row i
-      v = cs_c * u + cs_s * v;
-    });
-    __syncwarp();
-#pragma unroll
-    for (int k = 0; k < scan_nb; ++k) {
-      const int q = lane + 32 * k;
-      if (q < n) x[ihi - q] = sm[at(q)];
-    }
-    __syncwarp();
-  }
-  if (!MapOnly && ilo_seg == j + 1 && lane == 0) x[j] = vin;
-}
-
-// Sweep j applied to column x by the whole block: the rotations split into a run of tiles a
-// warp; each warp composes its run's map of the carry (pass 1), the maps of the runs below give
-// each warp its carry in, and each warp applies its run (pass 2): two passes over a 16th of the
-// rows each, where one warp over all of them put 24 tiles of 256 rotations (6000 rows) on the
-// sweeps' critical path. sh: the warps' maps and boundary rows.
-template <class T>
-__device__ void scan_apply_block(T* x, const T* cj, const int* published, int j, int top, T* sm, T* sh) {
-  const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
-  constexpr int nw = scan_threads / 32, tile = 32 * scan_nb;
-  const int nt = (top - j + tile - 1) / tile, w_used = min(nw, nt);
-  // Warp w's tiles [t0, t1) from the bottom: rotations ilo .. ihi.
-  const int t0 = warp * nt / w_used, t1 = (warp + 1) * nt / w_used;
-  const int ihi = top - tile * t0, ilo = max(j + 1, top - tile * t1 + 1);
-  T* sa = sh;
-  T* sb = sh + nw;
-  T* bound = sh + 2 * nw;  // row ilo - 1 of warp w before the sweep
-  T* wsm = sm + 3 * scan_run * warp;
-  const T top0 = x[top];
-  T A = 1, B = 0;
-  if (warp < w_used) {
-    scan_apply<true>(x, cj, published, j, top, ilo, ihi, T(0), T(0), lane, wsm, A, B);
-    if (lane == 0) sa[warp] = A, sb[warp] = B, bound[warp] = x[ilo - 1];
-  }
-  __syncthreads();
-  if (warp < w_used) {
-    T vin = top0;
-    for (int w = 0; w < warp; ++w) vin = fma(sa[w], vin, sb[w]);
-    scan_apply<false>(x, cj, published, j, top, ilo, ihi, vin, bound[warp], lane, wsm, A, B);
-  }
-  __syncthreads();
-}
-
-// Sweep j's rotations (cj, rows j + 1 .. top) from column xj (rows j .. top), which the sweep
-// leaves with X(j, j) and exact zeros below it; the whole block. Its scale first: the column's
-// largest |x| (NaN wins). Then tiles of rows [tlo, thi] from the bottom, a thread taking `per`
-// consecutive rows of a tile: a suffix sum of squares gives each rotation its carry.
-template <class T>
-__device__ void scan_rotations(int j, int top, T* __restrict__ xj, T* __restrict__ cj, int* published, T* sm,
-                               T* red, T& up, T& tile_sum) {
-  const int tid = static_cast<int>(threadIdx.x);
-  T m = 0;
-  for (int i = j + tid; i <= top; i += scan_threads) m = nan_max(m, abs(xj[i]));
-  m = block_max(m, red);
-  const int e = m > T(0) && isfinite(m) ? ilogb(m) : 0;
-  constexpr int per = scan_tile / scan_threads;
-  T* xs = sm;               // the tile's rows
-  T* cst = sm + scan_tile;  // their rotations (c, s)
-  T carry = 0;              // the scaled squares of the rows below the tile
-  T rjj = 0;                // X(j, j) afterwards, in the thread of row j + 1
-  bool has_jj = false;
-  for (int thi = top; thi >= j; thi -= scan_tile) {
-    const int tlo = max(j, thi - scan_tile + 1), n = thi - tlo + 1;
-#pragma unroll
-    for (int r = 0; r < per; ++r)
-      if (tid + scan_threads * r < n) xs[tid + scan_threads * r] = xj[tlo + tid + scan_threads * r];
-    if (tid == 0) up = tlo > j ? xj[tlo - 1] : T(0);
-    __syncthreads();
-    T sq = 0;
-#pragma unroll
-    for (int r = 0; r < per; ++r) {
-      const int q = per * tid + r;
-      if (q < n) {
-        const T y = scalbn(xs[q], -e);
-        sq = fma(y, y, sq);
-      }
-    }
-    T below = block_sum_after(sq, red) + carry;  // rows after this thread's
-#pragma unroll
-    for (int r = per - 1; r >= 0; --r) {
-      const int q = per * tid + r, i = tlo + q;
-      if (q >= n) continue;
-      const T xi = xs[q], y = scalbn(xi, -e);
-      const bool rows_below = below != T(0);
-      below = fma(y, y, below);
-      if (i > j) {
-        T c, s, rr;
-        make_rotation(q > 0 ? xs[q - 1] : up, rows_below ? scalbn(sqrt(below), e) : xi, c, s, rr);
-        cst[2 * q] = c;
-        cst[2 * q + 1] = s;
-        if (i == j + 1) rjj = rr, has_jj = true;
-      }
-    }
-    if (tid == 0) tile_sum = below;  // thread 0 holds the tile's first rows: all of it and below
-    __syncthreads();
-    carry = tile_sum;
-#pragma unroll
-    for (int r = 0; r < 2 * per; ++r) {
-      const int q = tid + scan_threads * r;
-      if (q < 2 * n && tlo + q / 2 > j) cj[2 * tlo + q] = cst[q];
-    }
-    __syncthreads();
-    if (tid == 0) {  // the tile's rotations to the later columns' blocks, which take them at once
-      __threadfence();
-      detail::store_release<detail::flag_scope::device_global>(published, top + 1 - tlo);
-    }
-  }
-  for (int i = j + 1 + tid; i <= top; i += scan_threads) xj[i] = T(0);
-  if (has_jj) xj[j] = rjj;
-}
-
-// The sweeps by scans, a thread block a column, pipelined: block c takes sweeps 0 .. c - 1 on its
-// column (scan_apply_block), each tile of rotations as soon as it is published, then makes sweep
-// c's rotations from it, publishing them 2048 rows at a time from the bottom (sync[1 + c]: rows
-// stored, with release). So block c applies sweep j while block j + 1 makes sweep j + 1, and a
-// sweep's critical path is a generation and the tail of one column's apply, where one block
-// applying every later column (its loads alone) left a 64-sweep strip of 6100 rows at 33 us a
-// sweep on the H200, 21 us now (docs/results/2026-11-28-givens-pipeline-h200.md). Columns go by
-// tickets (sync[0]) in the order blocks start, so a block waits only for blocks already running:
-// no deadlock whatever the GPU schedules first.
-template <class T>
+// Thread t takes rotations i = ihi - R t - q, q < R (from the bottom up).
+template <class T, int R>
 __global__ void __launch_bounds__(scan_threads) givens_generate_scan_kernel(givens_plan plan, T* __restrict__ X,
-                                                                           int ldx, T* cs, int* sync) {
+                                                                           int ldx, T* cs, int* sync,
+                                                                           bool in_shared) {
+  using P = typename pair_of<T>::type;
   extern __shared__ unsigned char scan_raw[];
-  T* sm = reinterpret_cast<T*>(scan_raw);
-  __shared__ T red[64];
-  __shared__ T up, tile_sum;  // the row above a rotation tile; the squares from its top down
-  __shared__ int ticket;
-  const int L = plan.L;
-  const int tid = static_cast<int>(threadIdx.x);
+  __shared__ T wA[scan_warps], wB[scan_warps], carry[scan_max_p];
+  __shared__ int seen[scan_max_p], ticket, col_exp;
+  const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
   if (tid == 0) ticket = atomicAdd(sync, 1);
+  if (tid < scan_max_p) seen[tid] = 0;
   __syncthreads();
-  const int c = ticket;
-  T* __restrict__ xc = X + static_cast<std::ptrdiff_t>(c) * ldx;
-  __shared__ T maps[3 * scan_threads / 32];
-  for (int j = 0; j < c; ++j) {
-    const int top = min(L - 1, plan.base + j);
-    if (top <= j) break;  // this sweep and every later one are empty
-    scan_apply_block(xc, cs + 2 * static_cast<std::size_t>(j) * L, sync + 1 + j, j, top, sm, maps);
+  const int c = ticket, L = plan.L, H = scan_threads * R;
+  const int ctop = min(L - 1, plan.base + c);  // the column's last row any sweep reaches
+  T* __restrict__ xg = X + static_cast<std::ptrdiff_t>(c) * ldx;
+  T* x = in_shared ? reinterpret_cast<T*>(scan_raw) : xg;
+  {  // The column into shared memory, and its scale: 2^e above sqrt(rows) max |x| >= its norm.
+    T m = 0;
+    for (int i = tid; i <= ctop; i += scan_threads) {
+      const T v = xg[i];
+      if (in_shared) x[i] = v;
+      m = nan_max(m, abs(v));
+    }
+#pragma unroll
+    for (int d = 16; d >= 1; d /= 2) m = nan_max(m, __shfl_xor_sync(0xffffffffu, m, d));
+    if (lane == 0) wA[warp] = m;
+    __syncthreads();
+    if (tid == 0) {
+      T mm = 0;
+      for (int w = 0; w < scan_warps; ++w) mm = nan_max(mm, wA[w]);
+      // ilogb(mm) + 1 bounds log2 max |x|; half the bits of the rows bound log2 sqrt(rows).
+      col_exp = mm > T(0) && isfinite(mm) ? ilogb(mm) + 1 + (33 - __clz(ctop + 1)) / 2 : 0;
+    }
+    __syncthreads();
   }
-  const int top = min(L - 1, plan.base + c);
-  if (top <= c) return;  // an empty sweep: no later block waits for it
-  scan_rotations(c, top, xc, cs + 2 * static_cast<std::size_t>(c) * L, sync + 1 + c, sm, red, up, tile_sum);
+  const int e = col_exp;
+  T gen_below = 0;  // sweep c's scaled squares of the rows below this step (every thread)
+  const int kmax = plan.base >= 1 ? (plan.base - 1) / H : -1;
+  for (int k = 0; k <= kmax; ++k) {
+    // The flags of the sweeps this step applies, read at once (one trip to L2, not one a sweep),
+    // so that each sweep's rotations are loaded while the sweep before is applied.
+    if (tid < c) seen[tid] = max(seen[tid], detail::load_acquire<detail::flag_scope::device_global>(sync + 1 + tid));
+    P pre[R];
+    bool have_pre = false;
+    for (int j = 0; j <= c; ++j) {
+      const step_rows sr(plan, j, k, H);
+      if (sr.top <= j) break;  // this sweep and every later one are empty (the same in every thread)
+      if (sr.ihi < sr.ilo) {
+        have_pre = false;
+        continue;
+      }
+      const int i0 = sr.ihi - R * tid;
+      if (j < c) {
+        const int need = sr.top + 1 - sr.ilo;
+        if (tid == 0 && seen[j] < need) {
+          int v;
+          while ((v = detail::load_acquire<detail::flag_scope::device_global>(sync + 1 + j)) < need) __nanosleep(20);
+          seen[j] = v;
+        }
+        __syncthreads();  // sweep j's rotations are out; x has the last sweep's rows
+        P rot[R];
+        T u[R];
+        const T* cj = cs + 2 * static_cast<std::ptrdiff_t>(j) * L;
+#pragma unroll
+        for (int q = 0; q < R; ++q) {
+          const int i = i0 - q;
+          if (i >= sr.ilo) {
+            rot[q] = have_pre ? pre[q] : __ldcg(reinterpret_cast<const P*>(cj + 2 * i));
+            u[q] = x[i - 1];
+          }
+        }
+        // The next sweep's rotations in flight during this one, where they are out.
+        have_pre = false;
+        if (j + 1 < c) {
+          const step_rows nr(plan, j + 1, k, H);
+          if (nr.top > j + 1 && nr.ihi >= nr.ilo && seen[j + 1] >= nr.top + 1 - nr.ilo) {
+            const T* cn = cs + 2 * static_cast<std::ptrdiff_t>(j + 1) * L;
+            const int n0 = nr.ihi - R * tid;
+#pragma unroll
+            for (int q = 0; q < R; ++q)
+              if (n0 - q >= nr.ilo) pre[q] = __ldcg(reinterpret_cast<const P*>(cn + 2 * (n0 - q)));
+            have_pre = true;
+          }
+        }
+        T A = 1, B = 0;
+#pragma unroll
+        for (int q = 0; q < R; ++q)
+          if (i0 - q >= sr.ilo) {
+            B = fma(rot[q].y, B, rot[q].x * u[q]);
+            A *= rot[q].y;
+          }
+        const T v0 = sr.ihi == sr.top ? x[sr.top] : carry[j];
+        T out;
+        T v = block_carry_in(A, B, v0, wA, wB, out);
+#pragma unroll
+        for (int q = 0; q < R; ++q)
+          if (i0 - q >= sr.ilo) {
+            x[i0 - q] = -rot[q].y * u[q] + rot[q].x * v;  // the final value of row i
+            v = rot[q].x * u[q] + rot[q].y * v;
+          }
+        if (tid == 0) {
+          if (sr.ilo == j + 1) x[j] = out;  // the sweep's last carry
+          else carry[j] = out;
+        }
+      } else {
+        // Sweep c's rotations of the step from the column as sweep c - 1 left it.
+        __syncthreads();
+        T xv[R], up[R], sq = 0;
+#pragma unroll
+        for (int q = 0; q < R; ++q) {
+          const int i = i0 - q;
+          if (i >= sr.ilo) {
+            xv[q] = x[i];
+            up[q] = x[i - 1];
+            const T y = scalbn(xv[q], -e);
+            sq = fma(y, y, sq);
+          }
+        }
+        T total;
+        T below = block_carry_in(T(1), sq, gen_below, wA, wB, total);  // the squares of the rows below
+        gen_below = total;
+        T* cc = cs + 2 * static_cast<std::ptrdiff_t>(c) * L;
+#pragma unroll
+        for (int q = 0; q < R; ++q) {
+          const int i = i0 - q;
+          if (i < sr.ilo) continue;
+          const T y = scalbn(xv[q], -e);
+          const bool rows_below = below != T(0);
+          below = fma(y, y, below);
+          T cq, sq_, rr;
+          make_rotation(up[q], rows_below ? scalbn(sqrt(below), e) : xv[q], cq, sq_, rr);
+          P r;
+          r.x = cq;
+          r.y = sq_;
+          *reinterpret_cast<P*>(cc + 2 * i) = r;
+          if (i == c + 1) x[c] = rr;  // X(c, c) afterwards (this thread read row c above)
+        }
+        __syncthreads();
+        if (tid == 0) {  // the step's rotations to the later columns' blocks
+          __threadfence();
+          detail::store_release<detail::flag_scope::device_global>(sync + 1 + c, sr.top + 1 - sr.ilo);
+        }
+      }
+    }
+  }
+  __syncthreads();
+  // The column back: rows above the diagonal as the sweeps left them, zeros below it.
+  for (int i = tid; i <= ctop; i += scan_threads)
+    if (i > c) xg[i] = T(0);
+    else if (in_shared) xg[i] = x[i];
+}
+
+// One launch of the scan kernel with R rows a thread; the column in shared memory where `allowed`
+// (the device's, or a test's smaller limit) has room for it, else worked on in place.
+template <class T, int R>
+void launch_scan(const givens_plan& plan, T* X, int ldx, T* cs, int* sync, std::size_t allowed, cudaStream_t stream) {
+  constexpr const char* kernel = "gpu_givens_generate";
+  auto k = givens_generate_scan_kernel<T, R>;
+  // The dynamic limit leaves room for the kernel's static arrays (about 1 KB).
+  const std::size_t dyn_max = static_cast<std::size_t>(detail::shared_optin_bytes(kernel)) - 2048;
+  const std::size_t col = std::size_t(std::min(plan.L, plan.base + plan.p)) * sizeof(T);
+  const bool in_shared = col <= std::min(allowed, dyn_max);
+  static detail::per_device_value set;
+  detail::allow_shared_memory(set, kernel, k, static_cast<int>(dyn_max));
+  k<<<plan.p, scan_threads, in_shared ? col : 0, stream>>>(plan, X, ldx, cs, sync, in_shared);
+}
+
+// Rows a thread by the sweeps' length (base): about three steps a sweep, so that block c + 1
+// starts a third of the way up; fewer, longer steps mean fewer barriers.
+template <class T>
+void launch_scan(const givens_plan& plan, T* X, int ldx, T* cs, int* sync, std::size_t allowed, cudaStream_t stream) {
+  if (plan.base <= 3 * scan_threads) launch_scan<T, 1>(plan, X, ldx, cs, sync, allowed, stream);
+  else if (plan.base <= 6 * scan_threads) launch_scan<T, 2>(plan, X, ldx, cs, sync, allowed, stream);
+  else if (plan.base <= 12 * scan_threads) launch_scan<T, 4>(plan, X, ldx, cs, sync, allowed, stream);
+  else launch_scan<T, 8>(plan, X, ldx, cs, sync, allowed, stream);
 }
 
 }  // namespace
@@ -550,18 +502,14 @@ void gpu_givens_generate(const givens_plan& plan, T* X, int ldx, T* cs, int* syn
                      static_cast<long long>(gpu_givens_sync_count(plan)));
   const int threads = plan.p >= 64 ? 1024 : (plan.p >= 16 ? 256 : 64);
   const std::size_t window = (std::size_t(2 * plan.p + 2) * plan.p + 2 * plan.p) * sizeof(T);
-  // Each form's shared memory where the device allows it (set once per device); the wavefront
-  // forms otherwise, which run on any GPU.
+  // Each form's shared memory where the device allows it (set once per device); the scans work on
+  // the column in place and the wavefront in global memory otherwise, so every form runs on any GPU.
   const std::size_t allowed = detail::gpu_givens_shared_memory(kernel);
   const std::size_t window_limit = std::min<std::size_t>(200 * 1024, allowed);
-  constexpr std::size_t scan_bytes = scan_shared_bytes<T>();
-  if (scan_pays(plan) && scan_bytes <= allowed) {
-    auto k = givens_generate_scan_kernel<T>;
-    static detail::per_device_value scan_set;
-    detail::allow_shared_memory(scan_set, kernel, k, static_cast<int>(scan_bytes));
+  if (scan_pays(plan)) {
     detail::check(kernel, "cudaMemsetAsync",
                   cudaMemsetAsync(sync, 0, gpu_givens_sync_count(plan) * sizeof(int), stream));
-    k<<<plan.p, scan_threads, scan_bytes, stream>>>(plan, X, ldx, cs, sync);
+    launch_scan(plan, X, ldx, cs, sync, allowed, stream);
   } else if (plan.p <= 31) {
     auto run = [&](auto kernel) { kernel<<<1, 32, 0, stream>>>(plan, X, ldx, cs); };
     if (plan.p <= 7)
