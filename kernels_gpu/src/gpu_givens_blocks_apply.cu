@@ -15,73 +15,20 @@
 #include <tessera/kernels_gpu/gpu_givens.hpp>
 
 #include "check.hpp"
-#include "dmma.cuh"
+#include "givens_blocks_apply.cuh"
 
 namespace tessera::kernels {
 namespace {
 
-constexpr int cw = 32, ct8 = cw / 8, warps = 8, threads = 32 * warps, maxbw = gpu_givens_blocks_apply_max_bw;
-static_assert(maxbw == 16 * warps, "a warp takes 16 of a block's rows");
-// 4 (mod 16) doubles: the 16 lanes of a half-warp read B fragments X(k + tq, c + gr) from 16 banks.
-constexpr int ldx = maxbw + 4, ksteps = maxbw / 4;
+constexpr int cw = 32, warps = 8, threads = 32 * warps;
 
 template <class T>
 __global__ void __launch_bounds__(threads, 2) givens_blocks_apply_kernel(givens_plan plan, const T* __restrict__ S,
                                                                          T* M, int ldm, int roff, int jbeg, int jend,
                                                                          int cshift) {
-  __shared__ double X[cw * ldx];  // block t's rows of the thread block's columns, X(k, c) at c * ldx + k
-  const int tid = static_cast<int>(threadIdx.x), warp = tid >> 5, lane = tid & 31, gr = lane >> 2, tq = lane & 3;
-  const int jb = jbeg + static_cast<int>(blockIdx.x) * cw, je = min(jb + cw, jend);
-  const int nblocks = plan.blocks(), bw = plan.bw(), i0 = 16 * warp;
-  for (int t = 0; t < nblocks; ++t) {
-    const int g = roff + plan.row0(t), rt = plan.rows(t);
-    const int c0 = max(jb, g + cshift);  // R's columns left of c0 are zeros in these rows: untouched
-    if (c0 >= je) continue;               // the same in every thread
-    // The warp's rows of S_t^T, A(i, k) = S_t(k, i), all loads issued at once and before X's, so
-    // that a block costs about one trip to memory (S does not depend on M).
-    const T* St = S + static_cast<std::size_t>(t) * bw * bw;
-    double a[ksteps][2];
-#pragma unroll
-    for (int s = 0; s < ksteps; ++s)
-#pragma unroll
-      for (int ri = 0; ri < 2; ++ri) {
-        const int kk = 4 * s + tq, i = i0 + 8 * ri + gr;
-        a[s][ri] = kk < rt && i < rt ? static_cast<double>(St[kk + static_cast<std::size_t>(i) * bw]) : 0.0;
-      }
-    __syncthreads();  // the previous block's X read and its rows written by every warp
-#pragma unroll
-    for (int it = 0; it < maxbw * cw / threads; ++it) {  // rows beyond rt zero (S_t^T's columns there are)
-      const int idx = tid + it * threads, k = idx % maxbw, c = idx / maxbw, j = jb + c;
-      X[c * ldx + k] = k < rt && j >= c0 && j < je ? static_cast<double>(M[g + k + static_cast<std::size_t>(j) * ldm])
-                                                   : 0.0;
-    }
-    __syncthreads();
-    if (i0 < rt) {  // this warp's rows within the block's (warp-uniform)
-      double acc[2][ct8][2] = {};
-#pragma unroll
-      for (int s = 0; s < ksteps; ++s) {
-        double b[ct8];
-#pragma unroll
-        for (int ct = 0; ct < ct8; ++ct) b[ct] = X[(8 * ct + gr) * ldx + 4 * s + tq];
-#pragma unroll
-        for (int ri = 0; ri < 2; ++ri)
-#pragma unroll
-          for (int ct = 0; ct < ct8; ++ct) detail::dmma_8x8x4(acc[ri][ct], a[s][ri], b[ct]);
-      }
-#pragma unroll
-      for (int ri = 0; ri < 2; ++ri) {
-        const int i = i0 + 8 * ri + gr;
-        if (i >= rt) continue;
-#pragma unroll
-        for (int ct = 0; ct < ct8; ++ct)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int j = jb + 8 * ct + 2 * tq + h;
-            if (j >= c0 && j < je) M[g + i + static_cast<std::size_t>(j) * ldm] = static_cast<T>(acc[ri][ct][h]);
-          }
-      }
-    }
-  }
+  __shared__ double X[detail::givens_blocks_shared];  // block t's rows of the thread block's columns
+  const int jb = jbeg + static_cast<int>(blockIdx.x) * cw;
+  detail::givens_blocks_apply_columns<T, warps>(plan, S, M, ldm, roff, jb, min(jb + cw, jend), cshift, X);
 }
 
 }  // namespace

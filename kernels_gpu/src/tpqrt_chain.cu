@@ -32,6 +32,7 @@
 #include "dmma.cuh"
 #include "equilibrate.hpp"
 #include "flags.cuh"
+#include "givens_blocks_apply.cuh"
 #include "per_device.hpp"
 
 namespace tessera::kernels::detail {
@@ -546,14 +547,80 @@ __device__ __forceinline__ void factor_panel(const chain_args<T>& g, int s, T* t
   if (tid == 0) store_release<flag_scope::device_global>(g.flags + s, g.epoch);
 }
 
+// The rank-k prologue (tpqrt_chain_prologue) on columns [c0, c0 + jb) of [U; R] (own: R's array)
+// or [C2; C1] (C1's): the Givens blocks, R's rows 0 .. rw - 1 += W V^T, then the top p rows to U
+// (C2) and the m below them up, R's rows from the diagonal's end to p below it zero. The chain's
+// next steps read these columns only in this thread block.
+template <class T, int QB>
+__device__ void slab_prologue(const chain_args<T>& g, const tpqrt_chain_prologue<T>& pr, bool own, int c0, int jb,
+                              double* sm) {
+  static_assert(shape<QB>::doubles >= givens_blocks_shared, "the blocks' rows fit the chain's shared memory");
+  const int tid = static_cast<int>(threadIdx.x);
+  T* M = own ? g.R : g.C1;
+  const int ldm = own ? g.ldr : g.ldc1;
+  givens_blocks_apply_columns<T, warps, 8>(pr.plan, pr.S, M, ldm, pr.roff, c0, c0 + jb, own ? pr.cshift : -(1 << 30), sm);
+  if (own && pr.rw > 0 && pr.k > 0) {  // W is upper triangular: W(i, l) = 0 for l < i
+    for (int idx = tid; idx < pr.rw * jb; idx += threads) {
+      const int i = idx % pr.rw, j = c0 + idx / pr.rw;
+      double acc[4] = {};
+      int l = i;
+      for (; l + 3 < pr.k; l += 4)
+#pragma unroll
+        for (int u = 0; u < 4; ++u)
+          acc[u] = fma(static_cast<double>(__ldg(pr.W + i + static_cast<std::ptrdiff_t>(l + u) * pr.ldw)),
+                       static_cast<double>(__ldg(pr.V + j + static_cast<std::ptrdiff_t>(l + u) * pr.ldv)), acc[u]);
+      for (; l < pr.k; ++l)
+        acc[0] = fma(static_cast<double>(__ldg(pr.W + i + static_cast<std::ptrdiff_t>(l) * pr.ldw)),
+                     static_cast<double>(__ldg(pr.V + j + static_cast<std::ptrdiff_t>(l) * pr.ldv)), acc[0]);
+      T& r = M[i + static_cast<std::ptrdiff_t>(j) * ldm];
+      r = static_cast<T>(static_cast<double>(r) + ((acc[0] + acc[1]) + (acc[2] + acc[3])));
+    }
+    __syncthreads();
+  }
+  T* B = own ? g.U : g.C2;
+  const int ldb = own ? g.ldu : g.ldc2, p = g.p;
+  for (int idx = tid; idx < p * jb; idx += threads) {
+    const int i = idx % p, j = c0 + idx / p;
+    B[i + static_cast<std::ptrdiff_t>(j) * ldb] = M[i + static_cast<std::ptrdiff_t>(j) * ldm];
+  }
+  __syncthreads();
+  // Rows [p, p + lim) up by p, 128 at a time from the top: a chunk's rows are read before any of
+  // them is written, and later chunks lie below what is written.
+  constexpr int chunk = 128, per = chunk * 32 / threads;
+  const int lim = own ? min(g.m, c0 + jb) : g.m;
+  for (int a0 = 0; a0 < lim; a0 += chunk) {
+    T v[per];
+#pragma unroll
+    for (int q = 0; q < per; ++q) {
+      const int idx = tid + q * threads, i = a0 + idx % chunk, c = idx / chunk;
+      if (i < lim && c < jb) v[q] = M[p + i + static_cast<std::ptrdiff_t>(c0 + c) * ldm];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int q = 0; q < per; ++q) {
+      const int idx = tid + q * threads, i = a0 + idx % chunk, c = idx / chunk;
+      if (i < lim && c < jb) M[i + static_cast<std::ptrdiff_t>(c0 + c) * ldm] = v[q];
+    }
+    __syncthreads();
+  }
+  if (own) {  // below the slab's diagonal: zeros (rows up to p below it were the band's)
+    const int zend = min(g.m + p, c0 + jb + p), nz = zend - lim;
+    for (int idx = tid; idx < nz * jb; idx += threads) {
+      const int i = lim + idx % nz, j = c0 + idx / nz;
+      M[i + static_cast<std::ptrdiff_t>(j) * ldm] = T(0);
+    }
+  }
+  __syncthreads();
+}
+
 // Slab i is column slab i / chains of row block i % chains: every slab waits only on slabs of
 // lower index (its chain's earlier panels; the row block above it, at the same column slab), so
 // that with grid-stride order and every thread block resident the lowest unfinished slab can
 // always run. Row block c > 0 takes panel t at column slab s after block c - 1 has (its progress
 // counter there, set after each step): R's (or C1's) rows of panel t are then final for block
 // c - 1. The blocks' chains thus run as a pipeline one step apart, each with fewer rows a lane.
-template <class T, int QB>
-__global__ void __launch_bounds__(threads, 1) tpqrt_chain_kernel(chain_args<T> all) {
+template <class T, int QB, bool Pro>
+__global__ void __launch_bounds__(threads, 1) tpqrt_chain_kernel(chain_args<T> all, tpqrt_chain_prologue<T> pro) {
   extern __shared__ __align__(16) double sm[];
   const lane_geometry L(QB);
   double a[QB][2];
@@ -570,6 +637,7 @@ __global__ void __launch_bounds__(threads, 1) tpqrt_chain_kernel(chain_args<T> a
     const int ldtop = own ? g.ldr : g.ldc1;
     T* bot = own ? g.U + static_cast<std::ptrdiff_t>(c0) * g.ldu : g.C2 + static_cast<std::ptrdiff_t>(c0) * g.ldc2;
     const int ldbot = own ? g.ldu : g.ldc2;
+    if constexpr (Pro) slab_prologue<T, QB>(g, pro, own, c0, jb, sm);
 #pragma unroll
     for (int b = 0; b < QB; ++b)
 #pragma unroll
@@ -613,7 +681,7 @@ __global__ void __launch_bounds__(threads, 1) tpqrt_chain_kernel(chain_args<T> a
 // Thread blocks an SM holds of the kernel for QB (0 where it cannot run here: no cooperative
 // launch, too little shared memory); sms gets the device's SM count. Worked out once per device
 // (the kernel's shared-memory attribute set then too): each update asks before it launches.
-template <class T, int QB>
+template <class T, int QB, bool Pro>
 int blocks_per_sm(int& sms) {
   constexpr const char* fn = "tessera::kernels::gpu_tpqrt_chain";
   static per_device_value sm_count, per_sm;
@@ -624,7 +692,7 @@ int blocks_per_sm(int& sms) {
     return count;
   });
   return per_sm.get(fn, [] {
-    auto kernel = tpqrt_chain_kernel<T, QB>;
+    auto kernel = tpqrt_chain_kernel<T, QB, Pro>;
     const std::size_t smem = shape<QB>::doubles * sizeof(double);
     int dev = 0, coop = 0, optin = 0, blocks = 0;
     check(fn, "cudaGetDevice", cudaGetDevice(&dev));
@@ -649,13 +717,14 @@ decltype(auto) with_block(int p, F&& f) {
   return f(std::integral_constant<int, 16>{});
 }
 
-template <class T, int QB>
-bool launch_chain(const chain_args<T>& g, int max_grid, bool clear, cudaStream_t stream) {
+template <class T, int QB, bool Pro>
+bool launch_chain(const chain_args<T>& g, const tpqrt_chain_prologue<T>* pro, int max_grid, bool clear,
+                  cudaStream_t stream) {
   constexpr const char* fn = "tessera::kernels::gpu_tpqrt_chain";
-  auto kernel = tpqrt_chain_kernel<T, QB>;
+  auto kernel = tpqrt_chain_kernel<T, QB, Pro>;
   const std::size_t smem = shape<QB>::doubles * sizeof(double);
   int sms = 0;
-  const int per_sm = blocks_per_sm<T, QB>(sms);
+  const int per_sm = blocks_per_sm<T, QB, Pro>(sms);
   if (per_sm < 1) return false;
   int grid = std::min(g.nslabs * g.chains, sms * per_sm);
   if (max_grid > 0) grid = std::min(grid, max_grid);
@@ -666,7 +735,8 @@ bool launch_chain(const chain_args<T>& g, int max_grid, bool clear, cudaStream_t
     check(fn, "cudaMemsetAsync (progress)",
           cudaMemsetAsync(g.prog, 0, sizeof(int) * std::size_t(g.chains) * g.nslabs, stream));
   chain_args<T> arg = g;
-  void* args[] = {&arg};
+  tpqrt_chain_prologue<T> parg = pro ? *pro : tpqrt_chain_prologue<T>{};
+  void* args[] = {&arg, &parg};
   check(fn, "cudaLaunchCooperativeKernel",
         cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(static_cast<unsigned>(grid)),
                                     dim3(threads), args, smem, stream));
@@ -707,7 +777,7 @@ std::size_t gpu_tpqrt_chain_workspace(int m, int nrhs, int chains) { return chai
 template <class T>
 bool gpu_tpqrt_chain(int m, int p, int nrhs, T* R, int ldr, T* U, int ldu, T* C1, int ldc1, T* C2, int ldc2,
                      T* Tf, void* work, std::size_t lwork, cudaStream_t stream, int max_grid, int epoch,
-                     int chains) {
+                     int chains, const tpqrt_chain_prologue<T>* pro) {
   constexpr const char* fn = "tessera::kernels::gpu_tpqrt_chain";
   using detail::require_ge;
   require_ge(fn, "m", m, "0", 0);
@@ -726,8 +796,22 @@ bool gpu_tpqrt_chain(int m, int p, int nrhs, T* R, int ldr, T* U, int ldu, T* C1
   detail::require_ptr(fn, "U", U);
   detail::require_ptr(fn, "T", Tf);
   detail::require_ptr(fn, "work", work);
+  const int extra = pro ? p : 0;  // the prologue's rows over R and C1
+  if (pro) {
+    detail::require_le(fn, "chains", chains, "1 (with a prologue)", 1);
+    require_ge(fn, "ldr", ldr, "m + p (with a prologue)", m + p);
+    detail::require_le(fn, "prologue plan.bw()", pro->plan.bw(), "gpu_givens_blocks_apply_max_bw",
+                       gpu_givens_blocks_apply_max_bw);
+    if (pro->plan.blocks() > 0) detail::require_ptr(fn, "prologue S", pro->S);
+    if (pro->rw > 0 && pro->k > 0) {
+      detail::require_ptr(fn, "prologue W", pro->W);
+      detail::require_ptr(fn, "prologue V", pro->V);
+      require_ge(fn, "prologue ldw", pro->ldw, "prologue rw", pro->rw);
+      require_ge(fn, "prologue ldv", pro->ldv, "m", m);
+    }
+  }
   if (nrhs > 0) {
-    require_ge(fn, "ldc1", ldc1, "m", m);
+    require_ge(fn, "ldc1", ldc1, pro ? "m + p (with a prologue)" : "m", m + extra);
     require_ge(fn, "ldc2", ldc2, "p", p);
     detail::require_ptr(fn, "C1", C1);
     detail::require_ptr(fn, "C2", C2);
@@ -751,7 +835,9 @@ bool gpu_tpqrt_chain(int m, int p, int nrhs, T* R, int ldr, T* U, int ldu, T* C1
                                 iw + ws.prog, static_cast<double*>(work) + ws.gdata,
                                 epoch > 0 ? epoch : 1};
   return detail::with_block(rows, [&](auto qb) {
-    return detail::launch_chain<T, decltype(qb)::value>(g, max_grid, epoch == 0, stream);
+    constexpr int QB = decltype(qb)::value;
+    return pro ? detail::launch_chain<T, QB, true>(g, pro, max_grid, epoch == 0, stream)
+               : detail::launch_chain<T, QB, false>(g, pro, max_grid, epoch == 0, stream);
   });
 }
 
@@ -761,14 +847,16 @@ bool gpu_tpqrt_chain_runs(int p, int chains) {
   const int rows = (p + std::min(chains, p) - 1) / std::min(chains, p);
   if (rows > gpu_tpqrt_chain_max_rows) return false;
   int sms = 0;
-  return detail::with_block(rows, [&](auto qb) { return detail::blocks_per_sm<T, decltype(qb)::value>(sms) >= 1; });
+  return detail::with_block(rows, [&](auto qb) { return detail::blocks_per_sm<T, decltype(qb)::value, false>(sms) >= 1; });
 }
 
 template bool gpu_tpqrt_chain_runs<float>(int, int);
 template bool gpu_tpqrt_chain_runs<double>(int, int);
 template bool gpu_tpqrt_chain<float>(int, int, int, float*, int, float*, int, float*, int, float*, int, float*,
-                                     void*, std::size_t, cudaStream_t, int, int, int);
+                                     void*, std::size_t, cudaStream_t, int, int, int,
+                                     const tpqrt_chain_prologue<float>*);
 template bool gpu_tpqrt_chain<double>(int, int, int, double*, int, double*, int, double*, int, double*, int,
-                                      double*, void*, std::size_t, cudaStream_t, int, int, int);
+                                      double*, void*, std::size_t, cudaStream_t, int, int, int,
+                                      const tpqrt_chain_prologue<double>*);
 
 }  // namespace tessera::kernels

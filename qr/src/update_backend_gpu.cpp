@@ -349,8 +349,13 @@ bool gpu_backend::tp_apply_right(int lane, int nrows, int nb, int w, int p, cons
 }
 
 template <class T>
+bool gpu_backend::tp_chain_prologue_runs(int p) {
+  return kernels::gpu_tpqrt_chain_runs<T>(p, 1);
+}
+
+template <class T>
 bool gpu_backend::tp_chain(int lane, int m, int p, int nrhs, T* R, int ldr, T* U, int ldu, T* C1, int ldc1, T* C2,
-                           int ldc2, T* Tm, int chains) {
+                           int ldc2, T* Tm, int chains, const chain_prologue<T>* pro) {
   auto& r = *_r;
   const std::size_t need = kernels::gpu_tpqrt_chain_workspace(m, nrhs, chains) / sizeof(int);
   if (need > r.nflags || r.epoch == std::numeric_limits<int>::max()) {
@@ -366,15 +371,38 @@ bool gpu_backend::tp_chain(int lane, int m, int p, int nrhs, T* R, int ldr, T* U
     if (!r.wait32) r.find_wait();
   }
   const int epoch = r.epoch + 1;
+  kernels::tpqrt_chain_prologue<T> kp;
+  if (pro) {
+    kp.plan = pro->plan;
+    kp.S = pro->S;
+    kp.roff = pro->roff;
+    kp.cshift = pro->cshift;
+    kp.W = pro->W;
+    kp.ldw = pro->ldw;
+    kp.rw = pro->rw;
+    kp.V = pro->V;
+    kp.ldv = pro->ldv;
+    kp.k = pro->k;
+  }
   if (!kernels::gpu_tpqrt_chain(m, p, nrhs, R, ldr, U, ldu, C1, ldc1, C2, ldc2, Tm, r.flags, r.nflags * sizeof(int),
-                                r.s[lane], 0, epoch, chains))
+                                r.s[lane], 0, epoch, chains, pro ? &kp : nullptr))
     return false;
   r.epoch = epoch;
   r.chain_lane = lane;
+  const int rows = pro ? m + p : m;  // with the prologue, R's and C1's arrays hold p rows more
+  if (pro) {
+    const std::size_t bw = std::size_t(pro->plan.bw());
+    const bool wv = pro->rw > 0 && pro->k > 0;
+    note(lane,
+         {span(pro->S, std::size_t(pro->plan.blocks()) * bw * bw),
+          wv ? block(pro->W, pro->rw, pro->k, pro->ldw) : lane_region{},
+          wv ? block(pro->V, m, pro->k, pro->ldv) : lane_region{}},
+         {}, "tp_chain's prologue");
+  }
   note(lane,
-       {block(R, m, m, ldr), block(U, p, m, ldu), nrhs > 0 ? block(C1, m, nrhs, ldc1) : lane_region{},
+       {block(R, rows, m, ldr), block(U, p, m, ldu), nrhs > 0 ? block(C1, rows, nrhs, ldc1) : lane_region{},
         nrhs > 0 ? block(C2, p, nrhs, ldc2) : lane_region{}},
-       {block(R, m, m, ldr), block(U, p, m, ldu), nrhs > 0 ? block(C1, m, nrhs, ldc1) : lane_region{},
+       {block(R, rows, m, ldr), block(U, p, m, ldu), nrhs > 0 ? block(C1, rows, nrhs, ldc1) : lane_region{},
         nrhs > 0 ? block(C2, p, nrhs, ldc2) : lane_region{},
         span(Tm, std::size_t((m + 31) / 32) * 1024 * std::max(chains, 1))},
        "tp_chain");
@@ -649,7 +677,9 @@ unsigned gpu_backend::count_non_finite(int m, int n, const T* A, int lda) {
   template bool gpu_backend::panel_split<T>(int, int, int, int, T*, int, T*, int, T*, int);         \
   template bool gpu_backend::tp_apply<T>(int, int, int, int, const T*, int, const T*, int, T*, int, T*, int); \
   template bool gpu_backend::tp_apply_right<T>(int, int, int, int, int, const T*, int, const T*, T*, int, T*, int); \
-  template bool gpu_backend::tp_chain<T>(int, int, int, int, T*, int, T*, int, T*, int, T*, int, T*, int);     \
+  template bool gpu_backend::tp_chain<T>(int, int, int, int, T*, int, T*, int, T*, int, T*, int, T*, int,     \
+                                         const chain_prologue<T>*);                                        \
+  template bool gpu_backend::tp_chain_prologue_runs<T>(int);                                                 \
   template bool gpu_backend::tp_merge_t<T>(int, int, int, int, const T*, int, const T*, T*, T*);                \
   template bool gpu_backend::explicit_apply<T>(int, char, int, int, int, const T*, int, const T*, int, T*, int); \
   template std::size_t gpu_backend::panel_work_size<T>(int, int) const;                           \

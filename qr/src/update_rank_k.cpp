@@ -38,13 +38,34 @@ void rank_update(update_state<B, T>& st, const T* u, int ldu, const T* v, int ld
   tg.col_shift = 0;
   // As rows, Q takes the sweeps' last group once the chain is enqueued (rows_retriangularize).
   const bool rows = as_rows && pp == r;
-  givens_q_rest q_rest;
-  givens_update(st, plan, W, n, tg, rows ? &q_rest : nullptr);
+  givens_rest q_rest, rd_rest;
+  // And where the GPU's chain kernel takes them, the last group's products on R and D, R's rank
+  // product below and the rows' moves are its prologue: each slab's thread block does its own
+  // columns before its panels, beside the chain, where lane R had them in line before the chain
+  // (the products alone 0.55-0.59 ms of a 5.2 ms rank-64 update of 8000 x 3000 on the H200,
+  // docs/results/2026-11-29-givens-blocks-apply-h200.md).
+  const bool fuse = rows && nb_rows == 32 && B::template tp_chain_prologue_runs<T>(r);
+  givens_update(st, plan, W, n, tg, rows ? &q_rest : nullptr, fuse ? &rd_rest : nullptr);
   // W is upper triangular now: R(0:rr, :) += W(0:rr, 0:r) V^T.
   const int rr = std::min(r, L);
-  be.gemm(lane_r, 'N', 'T', rr, m, r, T(1), W, n, st.in_v.data(), m, T(1), st.R(0, 0), st.ldr);
-  if (rows) rows_retriangularize(st, 0, m, r, nb_rows, 0, &q_rest);
-  else band_retriangularize(st, 0, L, std::min(r, L - 1), st.nb);
+  if (rd_rest.pending) {
+    chain_prologue<T> pro;
+    pro.plan = rd_rest.sub;
+    pro.S = st.S.data();
+    pro.roff = rd_rest.roff;
+    pro.cshift = tg.col_shift - plan.p;
+    pro.W = W;
+    pro.ldw = n;
+    pro.rw = rr;
+    pro.V = st.in_v.data();
+    pro.ldv = m;
+    pro.k = r;
+    rows_retriangularize(st, 0, m, r, nb_rows, 0, &q_rest, &pro);
+  } else {
+    be.gemm(lane_r, 'N', 'T', rr, m, r, T(1), W, n, st.in_v.data(), m, T(1), st.R(0, 0), st.ldr);
+    if (rows) rows_retriangularize(st, 0, m, r, nb_rows, 0, &q_rest);
+    else band_retriangularize(st, 0, L, std::min(r, L - 1), st.nb);
+  }
   st.end();
 }
 

@@ -12,6 +12,7 @@
 //   residual's components are dropped in those modes).
 #include <algorithm>
 #include <cstddef>
+#include <stdexcept>
 
 #include "tessera/kernels_cpu/givens.hpp"
 #include "tessera/qr/update.hpp"
@@ -394,9 +395,12 @@ void tp_workspace(update_state<B, T>& st, int m, int p, int nb) {
 struct no_q_first {
   void operator()() const noexcept {}
 };
+// pro: the chain's prologue (a rank-k update's last steps, chain_prologue), which only the GPU's
+// chain runs; the caller asks B::tp_chain_prologue_runs first.
 template <class B, class T, class F = no_q_first>
 void tp_retriangularize(update_state<B, T>& st, int m, int p, int nb, T* Rs, int ldr, T* D1, int ldd1, T* D2,
-                        int ldd2, T* Q1, int ldq1, T* Q2, int ldq2, F q_first = {}) {
+                        int ldd2, T* Q1, int ldq1, T* Q2, int ldq2, F q_first = {},
+                        const chain_prologue<T>* pro = nullptr) {
   auto& be = st.be;
   const int n = st.n, npanels = (m + nb - 1) / nb, ldp = nb + p;
   T* Z = st.panels.data();
@@ -426,9 +430,11 @@ void tp_retriangularize(update_state<B, T>& st, int m, int p, int nb, T* Rs, int
   };
   // Every panel, Rs's blocks where they lie and D with them, in one call where the backend has one
   // (the GPU's persistent kernel); Q's columns take each panel's reflectors as soon as it is out.
-  if (nb == 32 &&
-      be.tp_chain(lane_r, m, p, st.nrhs, Rs, ldr, U, ldp, D1, ldd1, D2, ldd2, st.tmats.data(),
-                  Q1 ? 1 : tp_chains(st, p))) {
+  const bool chain = nb == 32 && be.tp_chain(lane_r, m, p, st.nrhs, Rs, ldr, U, ldp, D1, ldd1, D2, ldd2,
+                                             st.tmats.data(), Q1 || pro ? 1 : tp_chains(st, p), pro);
+  if (pro && !chain)  // tp_chain_prologue_runs said it would: the same checks
+    throw std::logic_error("tessera::qr update: the chain with the rank-k prologue was refused");
+  if (chain) {
     q_first();
     const int group = tp_q_panels(st, nb, p);
     for (int t0 = 0; t0 < npanels && Q1; t0 += group) {
@@ -468,17 +474,17 @@ void tp_retriangularize(update_state<B, T>& st, int m, int p, int nb, T* Rs, int
   }
 }
 
-// A Givens group whose rotations Q has yet to take (givens_update with q_rest): the caller
-// applies them with apply_givens_q before any other work on Q's columns, after work on R that
-// should not wait for the host to enqueue Q's calls (the rank-k update's chain). Its blocks stay
-// in st.S until then.
-struct givens_q_rest {
+// A Givens group whose rotations a matrix has yet to take (givens_update with q_rest or rd_rest):
+// Q's, which the caller applies with apply_givens_q before any other work on Q's columns, after
+// work on R that should not wait for the host to enqueue Q's calls (the rank-k update's chain);
+// R's and D's, which the chain's prologue applies. Its blocks stay in st.S until then.
+struct givens_rest {
   bool pending = false;
   kernels::givens_plan sub;
   int roff = 0;
 };
 template <class B, class T>
-void apply_givens_q(update_state<B, T>& st, givens_q_rest& rest);
+void apply_givens_q(update_state<B, T>& st, givens_rest& rest);
 
 // R(k:k+p, k:k+s) dense over R(k+p:k+p+s, k:k+s) upper triangular (R's columns left of k
 // triangular already, none right of k + s = cols): made triangular again as [triangle; p rows],
@@ -498,24 +504,31 @@ void apply_givens_q(update_state<B, T>& st, givens_q_rest& rest);
 // Q's columns move (and take `q_rest`, a Givens group's rotations the caller left for them) once
 // R's chain is enqueued: they are lane Q's alone, and enqueued first they held the chain back by
 // the host's time for their calls.
+//
+// pro (k = 0, dc = 0, nb = 32): R's and D's moves are left to the chain's prologue, with the last
+// Givens group's products on them and R's rank product (a rank-k update: rank_update).
 template <class B, class T>
 void rows_retriangularize(update_state<B, T>& st, int k, int s, int p, int nb, int dc = 0,
-                          givens_q_rest* q_rest = nullptr) {
+                          givens_rest* q_rest = nullptr, const chain_prologue<T>* pro = nullptr) {
   auto& be = st.be;
   // Lane D may still be applying this update's earlier rotations to D (a rank-k update's Givens
   // stage), whose rows lane R moves below, or to R (several groups of sweeps).
   be.dep(lane_d, lane_r);
   tp_workspace(st, s, p, nb);
-  be.copy(lane_r, p, s, st.R(k, k + dc), st.ldr, st.panels.data() + nb, nb + p);
-  if (dc > 0) be.shift_upper(lane_r, s, p, dc, st.R(k, k), st.ldr);
-  else move_back(be, lane_r, true, s, s, p, st.R(k, k), st.ldr, st.spare_r);
-  be.zero(lane_r, p, s, st.R(k + s, k), st.ldr);
+  if (!pro) {
+    be.copy(lane_r, p, s, st.R(k, k + dc), st.ldr, st.panels.data() + nb, nb + p);
+    if (dc > 0) be.shift_upper(lane_r, s, p, dc, st.R(k, k), st.ldr);
+    else move_back(be, lane_r, true, s, s, p, st.R(k, k), st.ldr, st.spare_r);
+    be.zero(lane_r, p, s, st.R(k + s, k), st.ldr);
+  }
   T *d2 = nullptr, *q2 = nullptr;
   if (st.nrhs > 0) {
     be.ensure(st.spare_d, std::size_t(p) * st.nrhs);
     d2 = st.spare_d.data();
-    be.copy(lane_r, p, st.nrhs, st.D(k, 0), st.ldd, d2, p);
-    move_back(be, lane_r, true, s, st.nrhs, p, st.D(k, 0), st.ldd, st.in_b);
+    if (!pro) {
+      be.copy(lane_r, p, st.nrhs, st.D(k, 0), st.ldd, d2, p);
+      move_back(be, lane_r, true, s, st.nrhs, p, st.D(k, 0), st.ldd, st.in_b);
+    }
   }
   const bool q = st.mode != q_mode::none;
   if (q) {
@@ -531,7 +544,7 @@ void rows_retriangularize(update_state<B, T>& st, int k, int s, int p, int nb, i
     move_back(be, lane_q, false, s, st.n, p, st.Q(0, k), st.ldq, st.work_q, 64);
   };
   tp_retriangularize(st, s, p, nb, st.R(k, k), st.ldr, d2 ? st.D(k, 0) : nullptr, st.ldd, d2, p,
-                     q ? st.Q(0, k) : nullptr, st.ldq, q2, st.n, q_first);
+                     q ? st.Q(0, k) : nullptr, st.ldq, q2, st.n, q_first, pro);
   if (st.mode == q_mode::full) {
     if (d2) {
       be.dep(lane_r, lane_d);  // D is done on lane R or lane D
@@ -630,10 +643,12 @@ void givens_single_sweep(update_state<B, T>& st, const kernels::givens_plan& pla
     be.sweep_up_left(lane_r, top, tg.col_end - tg.col_min, cs, st.R(tg.off, tg.col_min), st.ldr);
 }
 
-// q_rest: the last group's products on Q are left to the caller (struct givens_q_rest).
+// q_rest: the last group's products on Q are left to the caller (struct givens_rest). rd_rest:
+// so are its products on R and D where they go by blocks from lane R (more than the backend's
+// direct apply takes), the group's plan and row offset then set in it (pending).
 template <class B, class T>
 void givens_update(update_state<B, T>& st, const kernels::givens_plan& plan, T* X, int ldx,
-                   const givens_targets& tg, givens_q_rest* q_rest = nullptr) {
+                   const givens_targets& tg, givens_rest* q_rest = nullptr, givens_rest* rd_rest = nullptr) {
   auto& be = st.be;
   if (plan.L <= 1 || plan.p <= 0 || plan.umax_all() <= 0) return;
   if (plan.p == 1) {
@@ -688,14 +703,18 @@ void givens_update(update_state<B, T>& st, const kernels::givens_plan& plan, T* 
     if (rest > 0)
       apply_givens(be, lane_r, sub, direct, cs, S, 'L', X + std::size_t(j0 + g) * ldx, ldx, j0, 0, rest, no_cshift,
                    st.work_r.data());
-    if (tg.col_end > tg.col_min)
-      apply_givens(be, lane_rr, sub, direct, cs, S, 'L', st.R(0, 0), st.ldr, roff, tg.col_min, tg.col_end,
-                   tg.col_shift - plan.p, work_rr);
-    if (st.nrhs > 0)
-      apply_givens(be, lane_d, sub, direct, cs, S, 'L', st.D(0, 0), st.ldd, roff, 0, st.nrhs, no_cshift,
-                   st.work_d.data());
+    if (rd_rest && grp == ngroups - 1 && !direct && lane_rr == lane_r && be.template givens_blocks_apply_fits<T>(sub)) {
+      *rd_rest = givens_rest{true, sub, roff};
+    } else {
+      if (tg.col_end > tg.col_min)
+        apply_givens(be, lane_rr, sub, direct, cs, S, 'L', st.R(0, 0), st.ldr, roff, tg.col_min, tg.col_end,
+                     tg.col_shift - plan.p, work_rr);
+      if (st.nrhs > 0)
+        apply_givens(be, lane_d, sub, direct, cs, S, 'L', st.D(0, 0), st.ldd, roff, 0, st.nrhs, no_cshift,
+                     st.work_d.data());
+    }
     if (q_kept) {
-      givens_q_rest q{true, sub, roff};
+      givens_rest q{true, sub, roff};
       if (q_rest && grp == ngroups - 1) *q_rest = q;
       else apply_givens_q(st, q);
     }
@@ -704,7 +723,7 @@ void givens_update(update_state<B, T>& st, const kernels::givens_plan& plan, T* 
 }
 
 template <class B, class T>
-void apply_givens_q(update_state<B, T>& st, givens_q_rest& rest) {
+void apply_givens_q(update_state<B, T>& st, givens_rest& rest) {
   if (!rest.pending) return;
   rest.pending = false;
   st.be.ensure(st.work_q, std::size_t(rest.sub.bw()) * std::max(st.n, 1));
