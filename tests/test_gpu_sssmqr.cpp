@@ -4,7 +4,8 @@
 // gpu_sssmqr against a loop of TPMQRT over a panel factored by a chain of TPQRT (partial last
 // tile row, kk not a multiple of ib, odd column counts, both T layouts, prepared factors reused
 // over column ranges, A1 with its own leading dimension),
-// gpu_ormqr against GEMQRT, gpu_tpqrt_chain against TPQRT and TPMQRT, gpu_shift_upper against a copy, gpu_tp_apply_right against
+// gpu_ormqr against GEMQRT, gpu_tpqrt_chain against TPQRT and TPMQRT (also with a rank-k update's prologue, against its
+// steps on the host first), gpu_shift_upper against a copy, gpu_tp_apply_right against
 // the panels' block reflectors formed on the host, plus argument errors. Rows of A1's tile row beyond kk and the padding
 // of every device matrix must come back untouched. Without a CUDA device: exit 77 (skipped).
 #include <doctest/doctest.h>
@@ -406,6 +407,143 @@ TEST_CASE_TEMPLATE("gpu_tpqrt_chain equals LAPACK TPQRT (nb 32) and TPMQRT", T, 
   MESSAGE("gpu_tpqrt_chain: largest relative error " << worst);
 }
 
+// gpu_tpqrt_chain with a rank-k update's prologue (tpqrt_chain_prologue) against the same steps on
+// the host, then LAPACK TPQRT and TPMQRT: R's array holds an m x m triangle over p zero rows, p
+// Givens sweeps (from a strip as the updates leave it, made and gathered into blocks on the CPUs)
+// give it p subdiagonals, R's top p rows += W V^T, then the p dense rows go to U and the triangle
+// up; C1's array likewise (its top p rows to C2). max_grid forces several slabs a thread block.
+// Below the diagonal R must come back zero to row m + p; every padding untouched.
+TEST_CASE_TEMPLATE("gpu_tpqrt_chain's rank-k prologue equals its steps on the host, then TPQRT", T, float, double) {
+  struct shape { int m, p, nrhs, max_grid; };
+  double worst = 0;
+  for (const shape s : {shape{40, 20, 1, 0}, shape{97, 33, 2, 2}, shape{200, 64, 1, 3}, shape{130, 50, 0, 1},
+                        shape{300, 64, 3, 0}, shape{33, 2, 1, 0}}) {
+    CAPTURE(s.m);
+    CAPTURE(s.p);
+    CAPTURE(s.nrhs);
+    CAPTURE(s.max_grid);
+    const int L = s.m + s.p, nc = std::max(s.nrhs, 1), npanels = (s.m + 31) / 32;
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    mat<T> Rf(L, s.m, 3), Cf(L, nc, 1), W(s.p, s.p, 1), V(s.m, s.p, 2);
+    for (int j = 0; j < s.m; ++j)
+      for (int i = 0; i < L; ++i) Rf(i, j) = i < j ? T(u(rng())) : i == j ? T(u(rng()) + 3) : T(0);
+    Cf.randomize();
+    V.randomize();
+    for (int j = 0; j < s.p; ++j)
+      for (int i = 0; i < s.p; ++i) W(i, j) = i <= j ? T(u(rng())) : T(0);
+    givens_plan plan;
+    plan.L = L;
+    plan.p = s.p;
+    plan.base = s.m;
+    plan.w = 64;
+    std::vector<T> X(std::size_t(L) * s.p, T(0)), cs(plan.cs_size());
+    for (int j = 0; j < s.p; ++j)
+      for (int i = 0; i <= std::min(L - 1, s.m + j); ++i) X[i + std::size_t(j) * L] = T(u(rng()));
+    givens_generate(plan, X.data(), L, cs.data());
+    const int bw = plan.bw();
+    mat<T> S(int(std::max<std::size_t>(plan.blocks_size(), 1)), 1);
+    givens_blocks(plan, cs.data(), S.data(), 1);
+    // On the host: block t takes rows row0(t) .. of columns from row0(t) + cshift on (R: -p).
+    const auto blocks = [&](mat<T>& M, int cols, int cshift) {
+      std::vector<double> col(bw);
+      for (int t = 0; t < plan.blocks(); ++t) {
+        const int g = plan.row0(t), rt = plan.rows(t);
+        for (int j = std::max(0, g + cshift); j < cols; ++j) {
+          for (int i = 0; i < rt; ++i) {
+            double acc = 0;
+            for (int k = 0; k < rt; ++k) acc += double(S.a[std::size_t(t) * bw * bw + k + std::size_t(i) * bw]) * double(M(g + k, j));
+            col[i] = acc;
+          }
+          for (int i = 0; i < rt; ++i) M(g + i, j) = T(col[i]);
+        }
+      }
+    };
+    mat<T> Rh = Rf, Ch = Cf;
+    blocks(Rh, s.m, -s.p);
+    if (s.nrhs > 0) blocks(Ch, s.nrhs, -(1 << 30));
+    for (int j = 0; j < s.m; ++j)
+      for (int i = 0; i < s.p; ++i) {
+        double acc = double(Rh(i, j));
+        for (int l = i; l < s.p; ++l) acc += double(W(i, l)) * double(V(j, l));
+        Rh(i, j) = T(acc);
+      }
+    mat<T> Rr(s.m, s.m, 3), Ur(s.p, s.m, 2), C1r(s.m, nc, 1), C2r(s.p, nc, 4), Tr(32, 32 * npanels);
+    for (auto& x : Tr.a) x = T(0);
+    for (int j = 0; j < s.m; ++j) {
+      for (int i = 0; i < s.m; ++i) Rr(i, j) = i <= j ? Rh(s.p + i, j) : T(0);
+      for (int i = 0; i < s.p; ++i) Ur(i, j) = Rh(i, j);
+    }
+    for (int j = 0; j < nc; ++j) {
+      for (int i = 0; i < s.m; ++i) C1r(i, j) = Ch(s.p + i, j);
+      for (int i = 0; i < s.p; ++i) C2r(i, j) = Ch(i, j);
+    }
+    REQUIRE(tpqrt(s.p, s.m, std::min(32, s.m), Rr.data(), Rr.ld, Ur.data(), Ur.ld, Tr.data(), Tr.ld) == 0);
+    if (s.nrhs > 0)
+      REQUIRE(tpmqrt(s.p, s.nrhs, s.m, std::min(32, s.m), Ur.data(), Ur.ld, Tr.data(), Tr.ld, C1r.data(), C1r.ld,
+                     C2r.data(), C2r.ld) == 0);
+    // On the GPU: U and C2 start as the sentinel; the prologue fills them.
+    mat<T> U0(s.p, s.m, 2), C20(s.p, nc, 4), Tg(32, 32 * npanels);
+    for (auto& x : Tg.a) x = T(0);
+    blas b;
+    dev<T> dR(Rf), dC(Cf), dU(U0), dC2(C20), dT(Tg), dS(S), dW(W), dV(V);
+    const std::size_t lwork = gpu_tpqrt_chain_workspace(s.m, s.nrhs, 1);
+    dev<int> work{lwork / sizeof(int)};
+    tpqrt_chain_prologue<T> pro;
+    pro.plan = plan;
+    pro.S = dS.p;
+    pro.roff = 0;
+    pro.cshift = -s.p;
+    pro.W = dW.p;
+    pro.ldw = W.ld;
+    pro.rw = s.p;
+    pro.V = dV.p;
+    pro.ldv = V.ld;
+    pro.k = s.p;
+    REQUIRE(gpu_tpqrt_chain<T>(s.m, s.p, s.nrhs, dR.p, Rf.ld, dU.p, U0.ld, dC.p, Cf.ld, dC2.p, C20.ld, dT.p, work.p,
+                               lwork, b.s, s.max_grid, 0, 1, &pro));
+    b.sync();
+    mat<T> Rg = Rf, Ug = U0, Cg = Cf, C2g = C20;
+    dR.get(Rg);
+    dU.get(Ug);
+    dC.get(Cg);
+    dC2.get(C2g);
+    dT.get(Tg);
+    const double tol = tolerance<T>(s.m + s.p);
+    mat<T> Rgu(s.m, s.m, 3), C1g(s.m, nc, 1);
+    bool zeros_below = true;
+    for (int j = 0; j < s.m; ++j) {
+      for (int i = 0; i < s.m; ++i) {
+        Rgu(i, j) = i <= j ? Rg(i, j) : T(0);
+        if (i > j) Rr(i, j) = T(0);
+      }
+      for (int i = j + 1; i < L; ++i) zeros_below = zeros_below && Rg(i, j) == T(0);
+    }
+    for (int j = 0; j < nc; ++j)
+      for (int i = 0; i < s.m; ++i) C1g(i, j) = Cg(i, j);
+    CHECK(zeros_below);
+    CHECK(same_outside(Rg, Rf, 0, L));
+    for (int j = 0; j < Tr.n; ++j)
+      for (int i = j % 32 + 1; i < 32; ++i) Tr(i, j) = Tg(i, j) = T(0);
+    const double eR = rel_error(Rgu, Rr), eU = rel_error(Ug, Ur), eT = rel_error(Tg, Tr);
+    CHECK(eR <= tol);
+    CHECK(eU <= tol);
+    CHECK(eT <= tol);
+    CHECK(same_outside(Ug, U0, 0, s.p));
+    worst = std::max({worst, eR, eU, eT});
+    if (s.nrhs > 0) {
+      for (int j = s.nrhs; j < nc; ++j)
+        for (int i = 0; i < s.m; ++i) C1g(i, j) = C1r(i, j);
+      const double e1 = rel_error(C1g, C1r), e2 = rel_error(C2g, C2r);
+      CHECK(e1 <= tol);
+      CHECK(e2 <= tol);
+      CHECK(same_outside(Cg, Cf, 0, L));
+      CHECK(same_outside(C2g, C20, 0, s.p));
+      worst = std::max({worst, e1, e2});
+    }
+  }
+  MESSAGE("gpu_tpqrt_chain with the prologue: largest relative error " << worst);
+}
+
 // The merged T of consecutive TPQRT panels (kernels::gpu_tp_merge_t) against LAPACK TPQRT with
 // one block as wide as all of them (its T is the compound reflector's), from the panels' own T
 // (TPQRT with nb) and S = U^T U; below the diagonal zeros.
@@ -779,6 +917,15 @@ TEST_CASE("bad arguments are rejected by name, the handle's pointer mode is kept
   CHECK(message([&] {
           gpu_ormqr<double>(8, 8, 9, 4, p, 8, p, 4, p, 8, p, buf.n, b.h);
         }).find("gpu_ormqr: k = 9") != std::string::npos);
+  {  // the prologue: one chain, and R's array holding the p rows over the m
+    tpqrt_chain_prologue<double> pro;
+    CHECK(message([&] {
+            gpu_tpqrt_chain<double>(8, 4, 0, p, 12, p, 4, nullptr, 1, nullptr, 1, p, p, buf.n, b.s, 0, 0, 2, &pro);
+          }).find("chains") != std::string::npos);
+    CHECK(message([&] {
+            gpu_tpqrt_chain<double>(8, 4, 0, p, 11, p, 4, nullptr, 1, nullptr, 1, p, p, buf.n, b.s, 0, 0, 1, &pro);
+          }).find("ldr") != std::string::npos);
+  }
   CHECK(message([&] {
           gpu_tpqrt_chain<double>(8, 4, 0, p, 8, p, 3, nullptr, 1, nullptr, 1, p, p, buf.n, b.s);
         }).find("gpu_tpqrt_chain: ldu = 3") != std::string::npos);
