@@ -407,7 +407,7 @@ TEST_CASE_TEMPLATE("gpu_tpqrt_chain equals LAPACK TPQRT (nb 32) and TPMQRT", T, 
   MESSAGE("gpu_tpqrt_chain: largest relative error " << worst);
 }
 
-// gpu_tpqrt_chain with a rank-k update's prologue (tpqrt_chain_prologue) against the same steps on
+// gpu_tpqrt_chain with a rank-k update's prologue (rank_band_steps) against the same steps on
 // the host, then LAPACK TPQRT and TPMQRT: R's array holds an m x m triangle over p zero rows, p
 // Givens sweeps (from a strip as the updates leave it, made and gathered into blocks on the CPUs)
 // give it p subdiagonals, R's top p rows += W V^T, then the p dense rows go to U and the triangle
@@ -488,7 +488,7 @@ TEST_CASE_TEMPLATE("gpu_tpqrt_chain's rank-k prologue equals its steps on the ho
     dev<T> dR(Rf), dC(Cf), dU(U0), dC2(C20), dT(Tg), dS(S), dW(W), dV(V);
     const std::size_t lwork = gpu_tpqrt_chain_workspace(s.m, s.nrhs, 1);
     dev<int> work{lwork / sizeof(int)};
-    tpqrt_chain_prologue<T> pro;
+    rank_band_steps<T> pro;
     pro.plan = plan;
     pro.S = dS.p;
     pro.roff = 0;
@@ -918,7 +918,7 @@ TEST_CASE("bad arguments are rejected by name, the handle's pointer mode is kept
           gpu_ormqr<double>(8, 8, 9, 4, p, 8, p, 4, p, 8, p, buf.n, b.h);
         }).find("gpu_ormqr: k = 9") != std::string::npos);
   {  // the prologue: one chain, and R's array holding the p rows over the m
-    tpqrt_chain_prologue<double> pro;
+    rank_band_steps<double> pro;
     CHECK(message([&] {
             gpu_tpqrt_chain<double>(8, 4, 0, p, 12, p, 4, nullptr, 1, nullptr, 1, p, p, buf.n, b.s, 0, 0, 2, &pro);
           }).find("chains") != std::string::npos);

@@ -547,12 +547,12 @@ __device__ __forceinline__ void factor_panel(const chain_args<T>& g, int s, T* t
   if (tid == 0) store_release<flag_scope::device_global>(g.flags + s, g.epoch);
 }
 
-// The rank-k prologue (tpqrt_chain_prologue) on columns [c0, c0 + jb) of [U; R] (own: R's array)
+// The rank-k prologue (rank_band_steps) on columns [c0, c0 + jb) of [U; R] (own: R's array)
 // or [C2; C1] (C1's): the Givens blocks, R's rows 0 .. rw - 1 += W V^T, then the top p rows to U
 // (C2) and the m below them up, R's rows from the diagonal's end to p below it zero. The chain's
 // next steps read these columns only in this thread block.
 template <class T, int QB>
-__device__ void slab_prologue(const chain_args<T>& g, const tpqrt_chain_prologue<T>& pr, bool own, int c0, int jb,
+__device__ void slab_prologue(const chain_args<T>& g, const rank_band_steps<T>& pr, bool own, int c0, int jb,
                               double* sm) {
   static_assert(shape<QB>::doubles >= givens_blocks_shared, "the blocks' rows fit the chain's shared memory");
   const int tid = static_cast<int>(threadIdx.x);
@@ -620,7 +620,7 @@ __device__ void slab_prologue(const chain_args<T>& g, const tpqrt_chain_prologue
 // counter there, set after each step): R's (or C1's) rows of panel t are then final for block
 // c - 1. The blocks' chains thus run as a pipeline one step apart, each with fewer rows a lane.
 template <class T, int QB, bool Pro>
-__global__ void __launch_bounds__(threads, 1) tpqrt_chain_kernel(chain_args<T> all, tpqrt_chain_prologue<T> pro) {
+__global__ void __launch_bounds__(threads, 1) tpqrt_chain_kernel(chain_args<T> all, rank_band_steps<T> pro) {
   extern __shared__ __align__(16) double sm[];
   const lane_geometry L(QB);
   double a[QB][2];
@@ -718,7 +718,7 @@ decltype(auto) with_block(int p, F&& f) {
 }
 
 template <class T, int QB, bool Pro>
-bool launch_chain(const chain_args<T>& g, const tpqrt_chain_prologue<T>* pro, int max_grid, bool clear,
+bool launch_chain(const chain_args<T>& g, const rank_band_steps<T>* pro, int max_grid, bool clear,
                   cudaStream_t stream) {
   constexpr const char* fn = "tessera::kernels::gpu_tpqrt_chain";
   auto kernel = tpqrt_chain_kernel<T, QB, Pro>;
@@ -735,7 +735,7 @@ bool launch_chain(const chain_args<T>& g, const tpqrt_chain_prologue<T>* pro, in
     check(fn, "cudaMemsetAsync (progress)",
           cudaMemsetAsync(g.prog, 0, sizeof(int) * std::size_t(g.chains) * g.nslabs, stream));
   chain_args<T> arg = g;
-  tpqrt_chain_prologue<T> parg = pro ? *pro : tpqrt_chain_prologue<T>{};
+  rank_band_steps<T> parg = pro ? *pro : rank_band_steps<T>{};
   void* args[] = {&arg, &parg};
   check(fn, "cudaLaunchCooperativeKernel",
         cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(static_cast<unsigned>(grid)),
@@ -777,7 +777,7 @@ std::size_t gpu_tpqrt_chain_workspace(int m, int nrhs, int chains) { return chai
 template <class T>
 bool gpu_tpqrt_chain(int m, int p, int nrhs, T* R, int ldr, T* U, int ldu, T* C1, int ldc1, T* C2, int ldc2,
                      T* Tf, void* work, std::size_t lwork, cudaStream_t stream, int max_grid, int epoch,
-                     int chains, const tpqrt_chain_prologue<T>* pro) {
+                     int chains, const rank_band_steps<T>* pro) {
   constexpr const char* fn = "tessera::kernels::gpu_tpqrt_chain";
   using detail::require_ge;
   require_ge(fn, "m", m, "0", 0);
@@ -854,9 +854,9 @@ template bool gpu_tpqrt_chain_runs<float>(int, int);
 template bool gpu_tpqrt_chain_runs<double>(int, int);
 template bool gpu_tpqrt_chain<float>(int, int, int, float*, int, float*, int, float*, int, float*, int, float*,
                                      void*, std::size_t, cudaStream_t, int, int, int,
-                                     const tpqrt_chain_prologue<float>*);
+                                     const rank_band_steps<float>*);
 template bool gpu_tpqrt_chain<double>(int, int, int, double*, int, double*, int, double*, int, double*, int,
                                       double*, void*, std::size_t, cudaStream_t, int, int, int,
-                                      const tpqrt_chain_prologue<double>*);
+                                      const rank_band_steps<double>*);
 
 }  // namespace tessera::kernels

@@ -29,22 +29,6 @@ namespace tessera::qr::detail {
 
 inline constexpr int lane_r = 0, lane_q = 1, lane_d = 2, lanes = 3;
 
-// What tp_chain may do first, each slab of columns before its panels (the GPU's chain kernel: a
-// rank-k update's last steps before its band is re-triangularized, kernels::tpqrt_chain_prologue):
-// R's and Q^T b's arrays, holding p dense rows over the m x m triangle (and over C1), take the
-// Givens blocks S of `plan` (rows roff + ..., R's from column row + cshift on), R's rows 0 .. rw - 1
-// += W(0:rw, 0:k) V^T, then the top p rows move to U (C2) and the rest up.
-template <class T>
-struct chain_prologue {
-  kernels::givens_plan plan;
-  const T* S = nullptr;
-  int roff = 0, cshift = 0;
-  const T* W = nullptr;
-  int ldw = 1, rw = 0;
-  const T* V = nullptr;
-  int ldv = 1, k = 0;
-};
-
 struct host_backend : lane_checked {  // the lanes' order checked when asked (lane_check.hpp)
   template <class T>
   struct buffer {
@@ -227,8 +211,11 @@ struct host_backend : lane_checked {  // the lanes' order checked when asked (la
   // kernels::gpu_tpqrt_chain); false: the caller factors the panels one by one. Then
   // tp_chain_wait(lane, t) makes another lane's next work wait for panel t only. chains > 1: U's
   // rows in that many blocks, pipelined (V and T then in the kernel's form: for R and C only).
+  // pro (one chain): a rank-k update's last steps, which the GPU's kernel does first on each
+  // slab's columns (R's and C1's arrays then hold the p dense rows over the m; kernels_gpu's
+  // gpu_tpqrt_chain).
   template <class T>
-  bool tp_chain(int, int, int, int, T*, int, T*, int, T*, int, T*, int, T*, int, const chain_prologue<T>* = nullptr) {
+  bool tp_chain(int, int, int, int, T*, int, T*, int, T*, int, T*, int, T*, int, const kernels::rank_band_steps<T>* = nullptr) {
     return false;
   }
   // Whether tp_chain runs with a prologue for p rows (one chain).
@@ -439,7 +426,7 @@ struct gpu_backend : lane_checked {
                       T* Cbot, int ldcb);
   template <class T>
   bool tp_chain(int lane, int m, int p, int nrhs, T* R, int ldr, T* U, int ldu, T* C1, int ldc1, T* C2,
-                int ldc2, T* Tm, int chains, const chain_prologue<T>* pro = nullptr);
+                int ldc2, T* Tm, int chains, const kernels::rank_band_steps<T>* pro = nullptr);
   template <class T>
   static bool tp_chain_prologue_runs(int p);
   void tp_chain_wait(int lane, int t);

@@ -355,7 +355,7 @@ bool gpu_backend::tp_chain_prologue_runs(int p) {
 
 template <class T>
 bool gpu_backend::tp_chain(int lane, int m, int p, int nrhs, T* R, int ldr, T* U, int ldu, T* C1, int ldc1, T* C2,
-                           int ldc2, T* Tm, int chains, const chain_prologue<T>* pro) {
+                           int ldc2, T* Tm, int chains, const kernels::rank_band_steps<T>* pro) {
   auto& r = *_r;
   const std::size_t need = kernels::gpu_tpqrt_chain_workspace(m, nrhs, chains) / sizeof(int);
   if (need > r.nflags || r.epoch == std::numeric_limits<int>::max()) {
@@ -371,21 +371,8 @@ bool gpu_backend::tp_chain(int lane, int m, int p, int nrhs, T* R, int ldr, T* U
     if (!r.wait32) r.find_wait();
   }
   const int epoch = r.epoch + 1;
-  kernels::tpqrt_chain_prologue<T> kp;
-  if (pro) {
-    kp.plan = pro->plan;
-    kp.S = pro->S;
-    kp.roff = pro->roff;
-    kp.cshift = pro->cshift;
-    kp.W = pro->W;
-    kp.ldw = pro->ldw;
-    kp.rw = pro->rw;
-    kp.V = pro->V;
-    kp.ldv = pro->ldv;
-    kp.k = pro->k;
-  }
   if (!kernels::gpu_tpqrt_chain(m, p, nrhs, R, ldr, U, ldu, C1, ldc1, C2, ldc2, Tm, r.flags, r.nflags * sizeof(int),
-                                r.s[lane], 0, epoch, chains, pro ? &kp : nullptr))
+                                r.s[lane], 0, epoch, chains, pro))
     return false;
   r.epoch = epoch;
   r.chain_lane = lane;
@@ -678,7 +665,7 @@ unsigned gpu_backend::count_non_finite(int m, int n, const T* A, int lda) {
   template bool gpu_backend::tp_apply<T>(int, int, int, int, const T*, int, const T*, int, T*, int, T*, int); \
   template bool gpu_backend::tp_apply_right<T>(int, int, int, int, int, const T*, int, const T*, T*, int, T*, int); \
   template bool gpu_backend::tp_chain<T>(int, int, int, int, T*, int, T*, int, T*, int, T*, int, T*, int,     \
-                                         const chain_prologue<T>*);                                        \
+                                         const kernels::rank_band_steps<T>*);                                        \
   template bool gpu_backend::tp_chain_prologue_runs<T>(int);                                                 \
   template bool gpu_backend::tp_merge_t<T>(int, int, int, int, const T*, int, const T*, T*, T*);                \
   template bool gpu_backend::explicit_apply<T>(int, char, int, int, int, const T*, int, const T*, int, T*, int); \

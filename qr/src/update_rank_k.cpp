@@ -49,7 +49,7 @@ void rank_update(update_state<B, T>& st, const T* u, int ldu, const T* v, int ld
   // W is upper triangular now: R(0:rr, :) += W(0:rr, 0:r) V^T.
   const int rr = std::min(r, L);
   if (rd_rest.pending) {
-    chain_prologue<T> pro;
+    kernels::rank_band_steps<T> pro;
     pro.plan = rd_rest.sub;
     pro.S = st.S.data();
     pro.roff = rd_rest.roff;

@@ -395,12 +395,12 @@ void tp_workspace(update_state<B, T>& st, int m, int p, int nb) {
 struct no_q_first {
   void operator()() const noexcept {}
 };
-// pro: the chain's prologue (a rank-k update's last steps, chain_prologue), which only the GPU's
+// pro: the chain's prologue (a rank-k update's last steps, kernels::rank_band_steps), which only the GPU's
 // chain runs; the caller asks B::tp_chain_prologue_runs first.
 template <class B, class T, class F = no_q_first>
 void tp_retriangularize(update_state<B, T>& st, int m, int p, int nb, T* Rs, int ldr, T* D1, int ldd1, T* D2,
                         int ldd2, T* Q1, int ldq1, T* Q2, int ldq2, F q_first = {},
-                        const chain_prologue<T>* pro = nullptr) {
+                        const kernels::rank_band_steps<T>* pro = nullptr) {
   auto& be = st.be;
   const int n = st.n, npanels = (m + nb - 1) / nb, ldp = nb + p;
   T* Z = st.panels.data();
@@ -509,7 +509,7 @@ void apply_givens_q(update_state<B, T>& st, givens_rest& rest);
 // Givens group's products on them and R's rank product (a rank-k update: rank_update).
 template <class B, class T>
 void rows_retriangularize(update_state<B, T>& st, int k, int s, int p, int nb, int dc = 0,
-                          givens_rest* q_rest = nullptr, const chain_prologue<T>* pro = nullptr) {
+                          givens_rest* q_rest = nullptr, const kernels::rank_band_steps<T>* pro = nullptr) {
   auto& be = st.be;
   // Lane D may still be applying this update's earlier rotations to D (a rank-k update's Givens
   // stage), whose rows lane R moves below, or to R (several groups of sweeps).

@@ -59,4 +59,19 @@ void givens_generate(const givens_plan& plan, T* X, int ldx, T* cs);
 template <class T>
 void givens_blocks(const givens_plan& plan, const T* cs, T* S, unsigned threads = 0);
 
+// A rank-k update's steps between its last group of sweeps and its band's re-triangularization
+// (qr/src/update_rank_k.cpp), which the GPU's TPQRT chain takes as its prologue
+// (kernels::gpu_tpqrt_chain): the group's blocks S (rows roff + row0(t) .., R's from column row +
+// cshift on), then R's rows 0 .. rw - 1 += W(0:rw, 0:k) V^T (W upper triangular), then the moves.
+template <class T>
+struct rank_band_steps {
+  givens_plan plan;
+  const T* S = nullptr;
+  int roff = 0, cshift = 0;
+  const T* W = nullptr;
+  int ldw = 1, rw = 0;
+  const T* V = nullptr;
+  int ldv = 1, k = 0;
+};
+
 }  // namespace tessera::kernels

@@ -50,7 +50,8 @@ std::size_t gpu_tpqrt_chain_workspace(int m, int nrhs = 0, int chains = 1);
 // the groups' data are 0 again when the call is done (on stream), so that a later call's flags
 // may lie there.
 //
-// With `pro` (one chain only), [R; U] and [C1; C2] start as a rank-k update's band leaves them:
+// With `pro` (kernels_cpu/givens.hpp's rank_band_steps; one chain only), [R; U] and [C1; C2]
+// start as a rank-k update's band leaves them:
 // R's array holds p dense rows over the m x m triangle (ldr >= m + p) and C1's array the p rows
 // of C2's over C1's m (ldc1 >= m + p), and the last group of the update's Givens sweeps, R's rank
 // product and the rows' moves are still to be done. Each slab's thread block does them on its own
@@ -60,17 +61,7 @@ std::size_t gpu_tpqrt_chain_workspace(int m, int nrhs = 0, int chains = 1);
 // m rows below them and zeros below R's diagonal to row m + p (C2 := C1's top p rows, C1 := the
 // m below). The chain reaches slab s one panel step at a time, so the slabs' own work runs beside
 // it and only the first slab's is on its path.
-template <class T>
-struct tpqrt_chain_prologue {
-  givens_plan plan;
-  const T* S = nullptr;
-  int roff = 0, cshift = 0;
-  const T* W = nullptr;
-  int ldw = 1, rw = 0;
-  const T* V = nullptr;
-  int ldv = 1, k = 0;
-};
-
+//
 // Whether gpu_tpqrt_chain runs for p added rows in `chains` blocks on the current device (it
 // returns false where not).
 template <class T>
@@ -79,7 +70,7 @@ bool gpu_tpqrt_chain_runs(int p, int chains = 1);
 template <class T>
 bool gpu_tpqrt_chain(int m, int p, int nrhs, T* R, int ldr, T* U, int ldu, T* C1, int ldc1, T* C2, int ldc2,
                      T* Tf, void* work, std::size_t lwork, cudaStream_t stream, int max_grid = 0, int epoch = 0,
-                     int chains = 1, const tpqrt_chain_prologue<T>* pro = nullptr);
+                     int chains = 1, const rank_band_steps<T>* pro = nullptr);
 
 // The most added rows (U's) that gpu_tp_apply_right takes: a lane holds p / 4 of C2's entries in
 // registers (64 doubles at 256).
