@@ -298,6 +298,31 @@ TEST_CASE_TEMPLATE("gpu_larfb_small equals LAPACK GEMQRT from both sides (h <= 9
   MESSAGE("larfb_small: largest relative error " << worst);
 }
 
+// gpu_tpqrt_chain's factors against LAPACK's: R's upper triangles (zeros below in both), U, and
+// each panel's T on and above its diagonal (zeroed below here); U's padding untouched. The largest
+// relative error.
+template <class T>
+double check_chain_factors(const mat<T>& Rg, const mat<T>& Rr, const mat<T>& Ug, const mat<T>& Ur, const mat<T>& U0,
+                           mat<T>& Tg, mat<T>& Tr, int p, double tol) {
+  for (int j = 0; j < Tr.n; ++j)
+    for (int i = j % 32 + 1; i < 32; ++i) Tr(i, j) = Tg(i, j) = T(0);
+  const double eR = rel_error(Rg, Rr), eU = rel_error(Ug, Ur), eT = rel_error(Tg, Tr);
+  CHECK(eR <= tol);
+  CHECK(eU <= tol);
+  CHECK(eT <= tol);
+  CHECK(same_outside(Ug, U0, 0, p));
+  return std::max({eR, eU, eT});
+}
+
+// The right-hand sides [C1; C2] against TPMQRT's: the larger relative error.
+template <class T>
+double check_chain_rhs(const mat<T>& C1g, const mat<T>& C1r, const mat<T>& C2g, const mat<T>& C2r, double tol) {
+  const double e1 = rel_error(C1g, C1r), e2 = rel_error(C2g, C2r);
+  CHECK(e1 <= tol);
+  CHECK(e2 <= tol);
+  return std::max(e1, e2);
+}
+
 // The persistent [R; U] QR of the added rows (kernels::gpu_tpqrt_chain) against LAPACK TPQRT with
 // nb = 32 (the same panels, so the same R, V and T up to rounding) and TPMQRT on the right-hand
 // sides; with several chains against TPQRT and TPMQRT on U's row blocks in turn. max_grid forces
@@ -386,22 +411,11 @@ TEST_CASE_TEMPLATE("gpu_tpqrt_chain equals LAPACK TPQRT (nb 32) and TPMQRT", T, 
         Ru(i, j) = Rgu(i, j) = T(0);
       }
     CHECK(lower_kept);
-    // T: the upper triangle of each panel's block (LAPACK leaves the rest alone).
-    for (int j = 0; j < Tr.n; ++j)
-      for (int i = j % 32 + 1; i < 32; ++i) Tr(i, j) = Tg(i, j) = T(0);
-    const double eR = rel_error(Rgu, Ru), eU = rel_error(Ug, Ur), eT = rel_error(Tg, Tr);
-    CHECK(eR <= tol);
-    CHECK(eU <= tol);
-    CHECK(eT <= tol);
-    CHECK(same_outside(Ug, U, 0, s.p));
-    worst = std::max({worst, eR, eU, eT});
+    worst = std::max(worst, check_chain_factors(Rgu, Ru, Ug, Ur, U, Tg, Tr, s.p, tol));
     if (s.nrhs > 0) {
-      const double e1 = rel_error(C1g, C1r), e2 = rel_error(C2g, C2r);
-      CHECK(e1 <= tol);
-      CHECK(e2 <= tol);
+      worst = std::max(worst, check_chain_rhs(C1g, C1r, C2g, C2r, tol));
       CHECK(same_outside(C1g, C1, 0, s.m));
       CHECK(same_outside(C2g, C2, 0, s.p));
-      worst = std::max({worst, e1, e2});
     }
   }
   MESSAGE("gpu_tpqrt_chain: largest relative error " << worst);
@@ -522,23 +536,11 @@ TEST_CASE_TEMPLATE("gpu_tpqrt_chain's rank-k prologue equals its steps on the ho
       for (int i = 0; i < s.m; ++i) C1g(i, j) = Cg(i, j);
     CHECK(zeros_below);
     CHECK(same_outside(Rg, Rf, 0, L));
-    for (int j = 0; j < Tr.n; ++j)
-      for (int i = j % 32 + 1; i < 32; ++i) Tr(i, j) = Tg(i, j) = T(0);
-    const double eR = rel_error(Rgu, Rr), eU = rel_error(Ug, Ur), eT = rel_error(Tg, Tr);
-    CHECK(eR <= tol);
-    CHECK(eU <= tol);
-    CHECK(eT <= tol);
-    CHECK(same_outside(Ug, U0, 0, s.p));
-    worst = std::max({worst, eR, eU, eT});
+    worst = std::max(worst, check_chain_factors(Rgu, Rr, Ug, Ur, U0, Tg, Tr, s.p, tol));
     if (s.nrhs > 0) {
-      for (int j = s.nrhs; j < nc; ++j)
-        for (int i = 0; i < s.m; ++i) C1g(i, j) = C1r(i, j);
-      const double e1 = rel_error(C1g, C1r), e2 = rel_error(C2g, C2r);
-      CHECK(e1 <= tol);
-      CHECK(e2 <= tol);
+      worst = std::max(worst, check_chain_rhs(C1g, C1r, C2g, C2r, tol));
       CHECK(same_outside(Cg, Cf, 0, L));
       CHECK(same_outside(C2g, C20, 0, s.p));
-      worst = std::max({worst, e1, e2});
     }
   }
   MESSAGE("gpu_tpqrt_chain with the prologue: largest relative error " << worst);
