@@ -558,7 +558,8 @@ __device__ void slab_prologue(const chain_args<T>& g, const rank_band_steps<T>& 
   const int tid = static_cast<int>(threadIdx.x);
   T* M = own ? g.R : g.C1;
   const int ldm = own ? g.ldr : g.ldc1;
-  givens_blocks_apply_columns<T, warps, 8>(pr.plan, pr.S, M, ldm, pr.roff, c0, c0 + jb, own ? pr.cshift : -(1 << 30), sm);
+  givens_blocks_apply_columns<T, warps, 8>(pr.plan, pr.S, M, ldm, pr.roff, c0, c0 + jb, own ? pr.cshift : -(1 << 30),
+                                           sm);
   if (own && pr.rw > 0 && pr.k > 0) {  // W is upper triangular: W(i, l) = 0 for l < i
     for (int idx = tid; idx < pr.rw * jb; idx += threads) {
       const int i = idx % pr.rw, j = c0 + idx / pr.rw;
@@ -847,7 +848,8 @@ bool gpu_tpqrt_chain_runs(int p, int chains) {
   const int rows = (p + std::min(chains, p) - 1) / std::min(chains, p);
   if (rows > gpu_tpqrt_chain_max_rows) return false;
   int sms = 0;
-  return detail::with_block(rows, [&](auto qb) { return detail::blocks_per_sm<T, decltype(qb)::value, false>(sms) >= 1; });
+  return detail::with_block(rows,
+                            [&](auto qb) { return detail::blocks_per_sm<T, decltype(qb)::value, false>(sms) >= 1; });
 }
 
 template bool gpu_tpqrt_chain_runs<float>(int, int);

@@ -215,7 +215,8 @@ struct host_backend : lane_checked {  // the lanes' order checked when asked (la
   // slab's columns (R's and C1's arrays then hold the p dense rows over the m; kernels_gpu's
   // gpu_tpqrt_chain).
   template <class T>
-  bool tp_chain(int, int, int, int, T*, int, T*, int, T*, int, T*, int, T*, int, const kernels::rank_band_steps<T>* = nullptr) {
+  bool tp_chain(int, int, int, int, T*, int, T*, int, T*, int, T*, int, T*, int,
+                const kernels::rank_band_steps<T>* = nullptr) {
     return false;
   }
   // Whether tp_chain runs with a prologue for p rows (one chain).
